@@ -1,0 +1,38 @@
+"""The paper's models as NumPyro models, each with its held-out log predictive.
+
+Every model module (one per paper model) exports the same four names, so that runners and
+scripts treat them alike:
+
+- ``model(**train)``: the NumPyro model; observed data are keyword arrays. Where the model
+  has an observation axis that stochastic ADVI may subsample, it is declared with
+  ``numpyro.plate("data", N)`` so that ``advi.fit(..., minibatch_size=B)`` subsamples it
+  and scales the likelihood by N/B (paper Section 2.6).
+- ``log_likelihood(samples, **heldout) -> (S, N_heldout)``: pointwise log p(y_n | theta_s)
+  in nats, for S posterior draws given as a dict of arrays with leading axis S (the output
+  of ``advi.ADVIResult.sample`` or NumPyro's ``MCMC.get_samples``).
+- ``load(path, *, seed, **sizes) -> Problem``: the train/held-out split from a data file.
+- ``SITES``: the latent sample sites, in the order the paper lists them.
+
+Models know nothing about inference (STYLE.md, rule 4).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class Problem(NamedTuple):
+    """A data set ready for inference and held-out scoring.
+
+    Attributes:
+        train: keyword arguments of the model (arrays), the training data.
+        heldout: keyword arguments of ``log_likelihood`` (arrays), the held-out data.
+        num_heldout: number of held-out observations N_heldout (the average in heldout_lpd
+            runs over these).
+        meta: free-form description (sizes, seed, provenance) written to ``info.json``.
+    """
+
+    train: dict[str, Any]
+    heldout: dict[str, Any]
+    num_heldout: int
+    meta: dict[str, Any]
