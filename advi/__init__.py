@@ -1,0 +1,55 @@
+"""advi: automatic differentiation variational inference in JAX.
+
+Kucukelbir, Ranganath, Gelman & Blei, "Automatic Variational Inference in Stan" (NIPS 2015),
+with the refinements of the journal version (JMLR 2017) and of Stan's implementation.
+
+Paper symbol -> code name:
+
+=====================  ==========================================================
+theta                  constrained latent variables: ``result.sample(...)`` dict
+zeta = T(theta)        unconstrained variables in R^K (``Target.log_density`` input)
+T, T^-1                NumPyro's ``biject_to`` per site (:func:`from_numpyro`)
+log|det J_{T^-1}|      included in ``Target.log_density`` (``potential_energy``)
+mu, omega              ``MeanFieldParams.mu``, ``MeanFieldParams.omega`` (log sigma)
+L                      ``FullRankParams.L`` (full-rank family)
+eta (Eq. 2.5's eps)    standard normal draws ``eps`` (M, K) inside :mod:`advi.elbo`
+M                      ``grad_samples``
+ELBO (L in the paper)  ``elbo`` (higher is better), ``elbo_samples`` draws per estimate
+rho_k, eta, tau, alpha step-size sequence :func:`scale_by_stan_step_size`; ``eta``
+B, N/B                 ``minibatch_size``; the plate's scale N/B
+relative tolerance     ``tol_rel_obj``, checked every ``eval_elbo`` iterations
+=====================  ==========================================================
+"""
+
+from .convergence import ConvergenceMonitor
+from .diagnostics import pareto_khat
+from .elbo import elbo_estimate, elbo_grad
+from .families import FULLRANK, MEANFIELD, FullRankParams, MeanFieldParams, get_family
+from .fit import ETA_GRID, fit
+from .result import ADVIError, ADVIResult, Approximation, CheckpointInfo, ELBOHistory
+from .step_size import get_optimizer, scale_by_stan_step_size
+from .target import Target, from_log_density, from_numpyro
+
+__all__ = [
+    "ADVIError",
+    "ADVIResult",
+    "Approximation",
+    "CheckpointInfo",
+    "ConvergenceMonitor",
+    "ELBOHistory",
+    "ETA_GRID",
+    "FULLRANK",
+    "FullRankParams",
+    "MEANFIELD",
+    "MeanFieldParams",
+    "Target",
+    "elbo_estimate",
+    "elbo_grad",
+    "fit",
+    "from_log_density",
+    "from_numpyro",
+    "get_family",
+    "get_optimizer",
+    "pareto_khat",
+    "scale_by_stan_step_size",
+]

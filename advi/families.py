@@ -1,0 +1,165 @@
+"""Gaussian variational families over the unconstrained space zeta in R^K.
+
+Paper Section 2.3 (mean-field) and the journal version's full-rank family, with Stan's
+parameterisation (``stan/variational/families/normal_meanfield.hpp``, ``normal_fullrank.hpp``):
+
+- mean-field: q(zeta) = N(mu, diag(exp(omega))^2), parameters ``mu`` (K,), ``omega`` (K,),
+  omega the log standard deviation;
+- full-rank: q(zeta) = N(mu, L L^T), parameters ``mu`` (K,), ``L`` (K, K) lower triangular
+  (entries above the diagonal are ignored, so their gradient is zero).
+
+Both are written as an affine map of a standard normal, zeta = T(eps; params) (the elliptical
+standardisation of Section 2.5), so the ELBO gradient code is shared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+INIT_SCHEMES = ("random", "zero", "stan")
+_LOG_2PI_E = float(jnp.log(2.0 * jnp.pi) + 1.0)
+
+
+class MeanFieldParams(NamedTuple):
+    """Mean-field Gaussian parameters.
+
+    Attributes:
+        mu: (K,) float, the mean of q in zeta-space.
+        omega: (K,) float, log standard deviations (paper: omega = log sigma).
+    """
+
+    mu: Array
+    omega: Array
+
+
+class FullRankParams(NamedTuple):
+    """Full-rank Gaussian parameters.
+
+    Attributes:
+        mu: (K,) float, the mean of q in zeta-space.
+        L: (K, K) float, Cholesky factor of the covariance; only the lower triangle is used.
+    """
+
+    mu: Array
+    L: Array
+
+
+class Family(NamedTuple):
+    """A variational family as pure functions (BlackJAX style).
+
+    Attributes:
+        name: "meanfield" or "fullrank".
+        init: ``init(rng_key, dim, scheme) -> params``.
+        transform: ``transform(params, eps) -> zeta``; eps (..., K) standard normal draws,
+            zeta (..., K) draws from q.
+        entropy: ``entropy(params) -> ()``, closed-form differential entropy of q in nats.
+        log_q: ``log_q(params, zeta) -> (...)``, log density of q at zeta (..., K).
+        std: ``std(params) -> (K,)``, marginal standard deviations of q.
+    """
+
+    name: str
+    init: Callable
+    transform: Callable
+    entropy: Callable
+    log_q: Callable
+    std: Callable
+
+
+def _init_mu(rng_key: Array, dim: int, scheme: str) -> Array:
+    if scheme == "random":  # PAPER.md choice: "a draw from a standard Gaussian"
+        return jax.random.normal(rng_key, (dim,))
+    if scheme == "zero":  # Algorithm 1 of the paper
+        return jnp.zeros((dim,))
+    if scheme == "stan":  # Stan's default random inits, uniform(-2, 2)
+        return jax.random.uniform(rng_key, (dim,), minval=-2.0, maxval=2.0)
+    raise ValueError(f"init={scheme!r} is not a valid initialisation; use one of {INIT_SCHEMES}")
+
+
+def _meanfield_init(rng_key: Array, dim: int, scheme: str = "random") -> MeanFieldParams:
+    return MeanFieldParams(_init_mu(rng_key, dim, scheme), jnp.zeros((dim,)))
+
+
+def _meanfield_transform(params: MeanFieldParams, eps: Array) -> Array:
+    return params.mu + jnp.exp(params.omega) * eps
+
+
+def _meanfield_entropy(params: MeanFieldParams) -> Array:
+    dim = params.mu.shape[-1]
+    return 0.5 * dim * _LOG_2PI_E + jnp.sum(params.omega)
+
+
+def _meanfield_log_q(params: MeanFieldParams, zeta: Array) -> Array:
+    z = (zeta - params.mu) * jnp.exp(-params.omega)
+    dim = params.mu.shape[-1]
+    return -0.5 * jnp.sum(z**2, -1) - jnp.sum(params.omega) - 0.5 * dim * jnp.log(2 * jnp.pi)
+
+
+def _meanfield_std(params: MeanFieldParams) -> Array:
+    return jnp.exp(params.omega)
+
+
+def _fullrank_init(rng_key: Array, dim: int, scheme: str = "random") -> FullRankParams:
+    return FullRankParams(_init_mu(rng_key, dim, scheme), jnp.eye(dim))
+
+
+def _fullrank_transform(params: FullRankParams, eps: Array) -> Array:
+    return params.mu + eps @ jnp.tril(params.L).T
+
+
+def _log_abs_diag(params: FullRankParams) -> Array:
+    return jnp.sum(jnp.log(jnp.abs(jnp.diagonal(params.L))))
+
+
+def _fullrank_entropy(params: FullRankParams) -> Array:
+    dim = params.mu.shape[-1]
+    return 0.5 * dim * _LOG_2PI_E + _log_abs_diag(params)
+
+
+def _fullrank_log_q(params: FullRankParams, zeta: Array) -> Array:
+    L = jnp.tril(params.L)
+    diff = jnp.moveaxis(zeta - params.mu, -1, 0)
+    z = jax.scipy.linalg.solve_triangular(L, diff, lower=True)
+    dim = params.mu.shape[-1]
+    return -0.5 * jnp.sum(z**2, 0) - _log_abs_diag(params) - 0.5 * dim * jnp.log(2 * jnp.pi)
+
+
+def _fullrank_std(params: FullRankParams) -> Array:
+    return jnp.sqrt(jnp.sum(jnp.tril(params.L) ** 2, axis=-1))
+
+
+MEANFIELD = Family(
+    "meanfield",
+    _meanfield_init,
+    _meanfield_transform,
+    _meanfield_entropy,
+    _meanfield_log_q,
+    _meanfield_std,
+)
+FULLRANK = Family(
+    "fullrank",
+    _fullrank_init,
+    _fullrank_transform,
+    _fullrank_entropy,
+    _fullrank_log_q,
+    _fullrank_std,
+)
+FAMILIES = {"meanfield": MEANFIELD, "fullrank": FULLRANK}
+
+
+def get_family(name: str) -> Family:
+    """Return the family called ``name``.
+
+    Raises:
+        ValueError: if ``name`` is not "meanfield" or "fullrank".
+    """
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise ValueError(
+            f"family={name!r} is not a variational family; use one of {tuple(FAMILIES)}"
+        ) from None

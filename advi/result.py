@@ -1,0 +1,165 @@
+"""Result types of :func:`advi.fit`: the fitted approximation and its history."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+from jax import Array
+
+from .diagnostics import pareto_khat
+from .families import Family
+
+
+class Approximation(NamedTuple):
+    """The Gaussian q(zeta) and the map back to the model's constrained space.
+
+    Attributes:
+        family: the variational family.
+        params: its parameters (``MeanFieldParams`` or ``FullRankParams``), in zeta-space.
+        constrain: ``(zeta (K,)) -> dict`` of constrained site values.
+    """
+
+    family: Family
+    params: Any
+    constrain: Callable[[Array], dict[str, Array]]
+
+    def sample_zeta(self, rng_key: Array, num_samples: int) -> Array:
+        """Draws from q in zeta-space, shape (num_samples, K)."""
+        eps = jax.random.normal(rng_key, (num_samples, self.params.mu.shape[-1]))
+        return self.family.transform(self.params, eps)
+
+    def sample(self, rng_key: Array, num_samples: int) -> dict[str, Array]:
+        """Constrained draws theta = T^-1(zeta), zeta ~ q.
+
+        Returns:
+            dict site name -> array of shape (num_samples, *site_shape).
+        """
+        return _constrain_batch(self.constrain, self.sample_zeta(rng_key, num_samples))
+
+    def mean(self) -> dict[str, Array]:
+        """The constrained image T^-1(mu) of the mean of q (not the mean of theta)."""
+        return self.constrain(self.params.mu)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _constrain_batch(constrain: Callable, zeta: Array) -> dict[str, Array]:
+    return jax.vmap(constrain)(zeta)
+
+
+class CheckpointInfo(NamedTuple):
+    """What the checkpoint hook of :func:`advi.fit` receives.
+
+    Attributes:
+        iteration: iterations done so far.
+        wall_s: optimisation seconds so far (compilation and hook time excluded).
+        elbo: the latest ELBO estimate in nats, or None before the first one.
+        approximation: the current :class:`Approximation`.
+    """
+
+    iteration: int
+    wall_s: float
+    elbo: float | None
+    approximation: Approximation
+
+    def sample(self, rng_key: Array, num_samples: int) -> dict[str, Array]:
+        """Constrained draws from the current q, dict site -> (num_samples, *site_shape)."""
+        return self.approximation.sample(rng_key, num_samples)
+
+
+class ELBOHistory(NamedTuple):
+    """One row per ELBO evaluation (every ``eval_elbo`` iterations), numpy arrays of shape (E,).
+
+    Attributes:
+        iteration: int, the iteration at which the ELBO was estimated.
+        elbo: float, the ELBO estimate from ``elbo_samples`` draws, in nats.
+        rel_change: float, |(elbo_prev - elbo) / elbo| (Stan's relative change).
+        rel_mean: float, mean of the circular buffer of relative changes.
+        rel_median: float, median of that buffer.
+        eta: float, the step-size scale in use.
+        wall_s: float, optimisation seconds so far (eta search included; compilation and
+            checkpoint hooks excluded).
+    """
+
+    iteration: np.ndarray
+    elbo: np.ndarray
+    rel_change: np.ndarray
+    rel_mean: np.ndarray
+    rel_median: np.ndarray
+    eta: np.ndarray
+    wall_s: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
+class ADVIResult:
+    """What :func:`advi.fit` returns.
+
+    Attributes:
+        approximation: the fitted q and its constraining map (:class:`Approximation`).
+        eta: the step-size scale used at the end of the run (after any restarts).
+        eta_adapted: True when eta came from the eta search rather than the user.
+        converged: True when the relative-ELBO test fired.
+        convergence_reason: "mean", "median", "mean and median" (the rule that fired),
+            "max_iter" or "stopped by checkpoint".
+        num_iterations: optimisation iterations run (eta search not counted).
+        elbo_history: :class:`ELBOHistory`.
+        wall_s: seconds of optimisation (eta search included), excluding compilation and the
+            time spent in the checkpoint hook.
+        adapt_s: seconds of the eta search (part of ``wall_s``).
+        compile_s: seconds spent compiling, not part of ``wall_s``.
+        khat_log_weights: (khat_samples,) log p(zeta_s) - log q(zeta_s) for draws from the
+            final q, or None (minibatch fits, whose log p is a minibatch estimate, or
+            ``khat_samples=0``); :attr:`pareto_khat` is computed from them.
+        restarts: tuple of (iteration, failed eta, new eta) for each restart after
+            non-finite draws.
+        warnings: human-readable warnings issued during the fit.
+    """
+
+    approximation: Approximation
+    eta: float
+    eta_adapted: bool
+    converged: bool
+    convergence_reason: str
+    num_iterations: int
+    elbo_history: ELBOHistory
+    wall_s: float
+    adapt_s: float
+    compile_s: float
+    khat_log_weights: np.ndarray | None
+    restarts: tuple[tuple[int, float, float], ...]
+    warnings: tuple[str, ...]
+
+    @functools.cached_property
+    def pareto_khat(self) -> float | None:
+        """Pareto k-hat of p/q (Yao et al. 2018, ArviZ's PSIS), or None when no log weights
+        were drawn. Below 0.5 q is close to the posterior, 0.5-0.7 usable, above 0.7 q is
+        an unreliable approximation. Computed on first access (importing ArviZ takes ~2 s)."""
+        if self.khat_log_weights is None:
+            return None
+        return pareto_khat(self.khat_log_weights)
+
+    @property
+    def params(self) -> Any:
+        """The variational parameters in zeta-space."""
+        return self.approximation.params
+
+    def sample(self, rng_key: Array, num_samples: int) -> dict[str, Array]:
+        """Constrained draws, dict site -> (num_samples, *site_shape); see
+        :meth:`Approximation.sample`."""
+        return self.approximation.sample(rng_key, num_samples)
+
+    def mean(self) -> dict[str, Array]:
+        """The constrained image of mu."""
+        return self.approximation.mean()
+
+
+class ADVIError(RuntimeError):
+    """ADVI could not continue; ``result`` keeps the last finite state and its history."""
+
+    def __init__(self, message: str, result: ADVIResult | None = None) -> None:
+        super().__init__(message)
+        self.result = result

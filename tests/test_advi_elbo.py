@@ -1,0 +1,78 @@
+"""The reparameterisation gradient: finite differences, the paper's Eq. for mu and omega,
+and the minibatch estimator's unbiasedness."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+
+import advi
+
+
+def _gaussian_target(m, s):
+    return advi.from_log_density(lambda z: -0.5 * jnp.sum(((z - m) / s) ** 2), dim=m.shape[0])
+
+
+def test_gradient_matches_finite_differences_of_the_same_draws():
+    target = advi.from_log_density(
+        lambda z: -jnp.sum(jnp.log1p(z**2)) + jnp.sin(z[0] * z[1]), dim=2
+    )
+    params = advi.MeanFieldParams(jnp.array([0.3, -0.4]), jnp.array([-0.2, 0.1]))
+    key = jax.random.PRNGKey(3)
+    with jax.enable_x64(True):
+        params64 = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64), params)
+
+        def elbo(p):
+            return advi.elbo_grad(target.log_density, advi.MEANFIELD, p, key, 5).elbo
+
+        grad = advi.elbo_grad(target.log_density, advi.MEANFIELD, params64, key, 5).grad
+        h = 1e-6
+        for field in ("mu", "omega"):
+            for i in range(2):
+                bump = jnp.zeros(2, jnp.float64).at[i].set(h)
+                up = params64._replace(**{field: getattr(params64, field) + bump})
+                down = params64._replace(**{field: getattr(params64, field) - bump})
+                fd = (elbo(up) - elbo(down)) / (2 * h)
+                np.testing.assert_allclose(getattr(grad, field)[i], fd, rtol=1e-5, atol=1e-7)
+
+
+def test_expected_gradient_is_the_papers_equation():
+    # Gaussian target N(m, s^2): E[grad_mu] = -(mu - m)/s^2, E[grad_omega] = 1 - sigma^2/s^2.
+    m, s = jnp.array([1.0, -2.0]), jnp.array([0.5, 2.0])
+    target = _gaussian_target(m, s)
+    params = advi.MeanFieldParams(jnp.array([0.0, 0.0]), jnp.array([0.2, -0.3]))
+    M = 20_000
+    est = advi.elbo_grad(target.log_density, advi.MEANFIELD, params, jax.random.PRNGKey(0), M)
+    sigma = np.exp(np.asarray(params.omega))
+    mu_expected = -(np.asarray(params.mu) - np.asarray(m)) / np.asarray(s) ** 2
+    omega_expected = 1.0 - sigma**2 / np.asarray(s) ** 2
+    shift = np.asarray(params.mu) - np.asarray(m)
+    var = np.asarray(s) ** 2
+    se_mu = sigma / var / np.sqrt(M)
+    se_omega = np.sqrt((shift * sigma / var) ** 2 + 2 * (sigma**2 / var) ** 2) / np.sqrt(M)
+    assert np.all(np.abs(np.asarray(est.grad.mu) - mu_expected) < 5 * se_mu)
+    assert np.all(np.abs(np.asarray(est.grad.omega) - omega_expected) < 5 * se_omega)
+
+
+def _regression(x, y=None):
+    w = numpyro.sample("w", dist.Normal(0.0, 1.0))
+    sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+    with numpyro.plate("data", x.shape[0]) as idx:
+        numpyro.sample("y", dist.Normal(w * x[idx], sigma), obs=y[idx])
+
+
+def test_minibatch_log_density_is_unbiased_for_the_full_one():
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.normal(size=200), jnp.float32)
+    y = 2.0 * x + jnp.asarray(rng.normal(size=200), jnp.float32)
+    full = advi.from_numpyro(_regression, (x, y))
+    mini = advi.from_numpyro(_regression, (x, y), minibatch_size=20)
+    assert mini.num_data == 200
+    zeta = jnp.array([1.5, 0.1])
+    keys = jax.random.split(jax.random.PRNGKey(1), 20_000)
+    values = np.asarray(jax.vmap(mini.log_density, in_axes=(None, 0))(zeta, keys))
+    exact = float(full.full_log_density(zeta))
+    se = values.std() / np.sqrt(values.size)
+    assert abs(values.mean() - exact) < 4 * se
+    assert values.std() > 0  # it really subsamples

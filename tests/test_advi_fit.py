@@ -1,0 +1,204 @@
+"""advi.fit end to end: analytic posteriors, eta search, restarts, seeds, errors."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+
+import advi
+
+KEY = jax.random.PRNGKey(0)
+
+
+def _mvn_target(mean, cov):
+    precision = jnp.linalg.inv(cov)
+    return advi.from_log_density(
+        lambda z: -0.5 * (z - mean) @ precision @ (z - mean), dim=mean.shape[0]
+    )
+
+
+def _tight(**kwargs):
+    # Small tolerance, many draws: the fit should sit at the optimum up to SGD noise.
+    defaults = dict(rng_key=KEY, grad_samples=10, tol_rel_obj=1e-4, max_iter=4000, eta=1.0)
+    defaults.update(kwargs)
+    return defaults
+
+
+def test_meanfield_recovers_a_diagonal_gaussian():
+    mean, sd = jnp.array([1.0, -3.0, 10.0]), jnp.array([0.5, 2.0, 1.0])
+    with pytest.warns(RuntimeWarning, match="max_iter"):
+        result = advi.fit(_mvn_target(mean, jnp.diag(sd**2)), **_tight())
+    np.testing.assert_allclose(result.params.mu, mean, atol=0.1)
+    np.testing.assert_allclose(jnp.exp(result.params.omega), sd, rtol=0.1)
+    assert result.elbo_history.elbo[-1] == pytest.approx(0.5 * 3 * math.log(2 * math.pi), abs=0.5)
+
+
+def test_fullrank_recovers_a_correlated_gaussian():
+    mean = jnp.array([2.0, -1.0])
+    cov = jnp.array([[1.0, 0.8], [0.8, 1.0]])
+    with pytest.warns(RuntimeWarning, match="max_iter"):
+        result = advi.fit(_mvn_target(mean, cov), family="fullrank", **_tight())
+    L = jnp.tril(result.params.L)
+    np.testing.assert_allclose(result.params.mu, mean, atol=0.1)
+    np.testing.assert_allclose(L @ L.T, cov, atol=0.12)
+
+
+def _poisson_exponential(x):
+    lam = numpyro.sample("lam", dist.Exponential(1.0))
+    with numpyro.plate("data", x.shape[0]):
+        numpyro.sample("x", dist.Poisson(lam), obs=x)
+
+
+def test_poisson_exponential_matches_the_kl_optimal_lognormal():
+    # Posterior Gamma(a, b), a = 1 + sum x, b = 1 + n. Over N(m, s^2) on zeta = log lambda,
+    # the ELBO is a m - b exp(m + s^2/2) + log s + const, maximised at s^2 = 1/a,
+    # m = log(a / b) - 1/(2a): the lognormal closest to the posterior in KL(q || p).
+    x = jnp.array([3.0, 2, 4, 5, 1, 3, 2, 6, 3, 4])
+    a, b = 1.0 + float(x.sum()), 1.0 + x.shape[0]
+    with pytest.warns(RuntimeWarning, match="max_iter"):
+        fit_kwargs = _tight(grad_samples=20, max_iter=3000, eta=0.1)
+        result = advi.fit(_poisson_exponential, x, **fit_kwargs)
+    assert float(result.params.mu[0]) == pytest.approx(math.log(a / b) - 0.5 / a, abs=0.02)
+    assert float(jnp.exp(result.params.omega[0])) == pytest.approx(math.sqrt(1 / a), rel=0.1)
+    draws = result.sample(jax.random.PRNGKey(1), 4000)
+    assert draws["lam"].shape == (4000,)
+    assert float(draws["lam"].mean()) == pytest.approx(a / b, rel=0.03)
+    assert float(result.mean()["lam"]) == pytest.approx(math.exp(result.params.mu[0]), rel=1e-5)
+    assert math.isfinite(result.pareto_khat)
+
+
+def _normal_mean(x, scale):
+    mu = numpyro.sample("mu", dist.Normal(0.0, 10 * scale))
+    with numpyro.plate("data", x.shape[0]):
+        numpyro.sample("x", dist.Normal(mu, scale), obs=x)
+
+
+def test_eta_search_follows_the_scale_of_the_data():
+    def chosen_eta(scale):
+        x = jnp.asarray(scale * (5.0 + np.random.default_rng(0).normal(size=50)), jnp.float32)
+        result = advi.fit(_normal_mean, x, scale, rng_key=KEY, max_iter=200, khat_samples=0)
+        assert result.eta_adapted
+        return result.eta
+
+    large, small = chosen_eta(1e4), chosen_eta(1e-3)
+    assert large >= 10 and small <= 1 and small < large, (large, small)
+
+
+def test_same_key_same_result_bit_for_bit():
+    x = jnp.array([3.0, 2, 4, 5, 1])
+    kwargs = dict(rng_key=KEY, max_iter=500, checkpoint_every=50, khat_samples=0)
+    one = advi.fit(_poisson_exponential, x, **kwargs)
+    two = advi.fit(_poisson_exponential, x, **kwargs)
+    np.testing.assert_array_equal(one.params.mu, two.params.mu)
+    np.testing.assert_array_equal(one.params.omega, two.params.omega)
+    np.testing.assert_array_equal(one.elbo_history.elbo, two.elbo_history.elbo)
+    assert one.eta == two.eta
+    other = advi.fit(_poisson_exponential, x, **{**kwargs, "rng_key": jax.random.PRNGKey(1)})
+    assert not np.array_equal(one.params.mu, other.params.mu)
+
+
+def test_checkpoint_hook_time_is_excluded_and_it_can_stop_the_fit():
+    import time
+
+    seen = []
+
+    def hook(info):
+        seen.append((info.iteration, info.sample(jax.random.PRNGKey(2), 3)["lam"].shape))
+        time.sleep(0.3)
+        return info.iteration >= 300
+
+    x = jnp.array([3.0, 2, 4, 5, 1])
+    result = advi.fit(
+        _poisson_exponential, x, rng_key=KEY, eta=0.1, tol_rel_obj=1e-9, checkpoint_every=100,
+        checkpoint=hook, khat_samples=0,
+    )
+    assert [it for it, _ in seen] == [100, 200, 300]
+    assert seen[0][1] == (3,)
+    assert result.convergence_reason == "stopped by checkpoint"
+    assert not result.converged
+    assert result.wall_s < 0.3  # three 0.3 s sleeps happened inside the hook
+
+
+def _wall_target():
+    # log p(z) = -0.5 (z / 0.01)^2 for |z| < 20, NaN outside: eta = 100 overshoots the wall.
+    return advi.from_log_density(
+        lambda z: jnp.where(jnp.abs(z[0]) < 20.0, -0.5 * (z[0] / 0.01) ** 2, jnp.nan), dim=1
+    )
+
+
+def test_non_finite_draws_restart_with_a_smaller_eta():
+    with pytest.warns(RuntimeWarning, match="restarting from the last finite state with eta=10"):
+        result = advi.fit(_wall_target(), rng_key=KEY, eta=100.0, init="zero", max_iter=400,
+                          khat_samples=0)
+    assert result.restarts[0][1:] == (100.0, 10.0)
+    assert result.eta < 100.0
+    assert np.all(np.isfinite(result.params.mu)) and np.all(np.isfinite(result.params.omega))
+    assert np.all(np.isfinite(result.elbo_history.elbo))
+
+
+def test_failure_at_the_smallest_eta_keeps_the_last_finite_state():
+    # log p(z) = z for z < 1, NaN beyond: entropy and log p push q into the NaN region.
+    target = advi.from_log_density(lambda z: jnp.where(z[0] < 1.0, z[0], jnp.nan), dim=1)
+    with pytest.raises(advi.ADVIError, match="smallest eta") as err:
+        advi.fit(target, rng_key=KEY, eta=0.01, init="zero", tol_rel_obj=1e-12,
+                 max_iter=100_000, khat_samples=0)
+    partial = err.value.result
+    assert partial is not None and partial.num_iterations > 0
+    assert np.all(np.isfinite(partial.params.mu))
+    assert len(partial.elbo_history.elbo) > 0 and np.all(np.isfinite(partial.elbo_history.elbo))
+
+
+def test_every_eta_failing_is_a_clear_error():
+    @jax.custom_jvp
+    def wrong_way(z):
+        return -0.5 * jnp.sum((z / 0.1) ** 2)
+
+    @wrong_way.defjvp
+    def _(primals, tangents):
+        (z,), (dz,) = primals, tangents
+        return wrong_way(z), jnp.sum((z / 0.01 + 5.0) * dz)  # pointing away from the mode
+
+    target = advi.from_log_density(wrong_way, dim=20)
+    with pytest.raises(advi.ADVIError, match="every eta"):
+        advi.fit(target, rng_key=KEY, init="zero", elbo_samples=2000)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"grad_samples": 0}, "grad_samples=0"),
+        ({"elbo_samples": -1}, "elbo_samples=-1"),
+        ({"eta": -1.0}, "eta=-1.0"),
+        ({"tol_rel_obj": 0}, "tol_rel_obj=0"),
+        ({"max_iter": 0}, "max_iter=0"),
+        ({"family": "diag"}, "family='diag'"),
+        ({"init": "ones"}, "init='ones'"),
+        ({"minibatch_size": 0}, "minibatch_size=0"),
+        ({"minibatch_size": 11}, "minibatch_size=11 .*N=10"),
+        ({"minibatch_size": 2, "minibatch_plate": "rows"}, "no plate named 'rows'"),
+    ],
+)
+def test_bad_arguments_fail_before_any_work(kwargs, match):
+    x = jnp.arange(10.0)
+    with pytest.raises(ValueError, match=match):
+        advi.fit(_poisson_exponential, x, rng_key=KEY, **kwargs)
+
+
+def _poisson_exponential_subsampled(x):
+    lam = numpyro.sample("lam", dist.Exponential(1.0))
+    with numpyro.plate("data", x.shape[0]) as idx:
+        numpyro.sample("x", dist.Poisson(lam), obs=x[idx])
+
+
+def test_stochastic_advi_runs_on_a_plate_and_skips_khat():
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.poisson(3.0, size=500), jnp.float32)
+    result = advi.fit(_poisson_exponential_subsampled, x, rng_key=KEY, minibatch_size=50,
+                      eta=0.1, max_iter=2000)
+    a, b = 1.0 + float(x.sum()), 501.0
+    assert float(jnp.exp(result.params.mu[0])) == pytest.approx(a / b, rel=0.05)
+    assert result.pareto_khat is None

@@ -1,0 +1,47 @@
+"""The step-size sequence of Appendix E against a hand-computed two-step example."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import advi
+
+
+def test_two_steps_by_hand():
+    # eta is applied by the loop, so the transform gives rho_k / eta * g_k.
+    tx = advi.scale_by_stan_step_size(tau=1.0, alpha=0.1, eps=0.0)
+    params = jnp.zeros(2)
+    state = tx.init(params)
+    g1, g2 = jnp.array([3.0, -4.0]), jnp.array([1.0, 2.0])
+    u1, state = tx.update(g1, state, params)
+    # k = 1: s_1 = g_1^2 = (9, 16); rho/eta = 1 / (1 + sqrt(s_1)) = (1/4, 1/5)
+    np.testing.assert_allclose(u1, [3.0 / 4.0, -4.0 / 5.0], rtol=1e-6)
+    u2, state = tx.update(g2, state, params)
+    # k = 2: s_2 = 0.1 g_2^2 + 0.9 s_1 = (0.1 + 8.1, 0.4 + 14.4) = (8.2, 14.8)
+    s2 = np.array([8.2, 14.8])
+    expected = 2.0**-0.5 * np.array([1.0, 2.0]) / (1.0 + np.sqrt(s2))
+    np.testing.assert_allclose(u2, expected, rtol=1e-6)
+    np.testing.assert_allclose(state.s, s2, rtol=1e-6)
+
+
+def test_eps_changes_the_decay():
+    tx = advi.scale_by_stan_step_size(eps=0.25)
+    state = tx.init(jnp.zeros(1))
+    _, state = tx.update(jnp.ones(1), state)
+    u2, _ = tx.update(jnp.ones(1), state)
+    assert float(u2[0]) == pytest.approx(2.0**-0.25 / 2.0, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [({"tau": 0.0}, "tau=0.0"), ({"alpha": 1.5}, "alpha=1.5"), ({"eps": 0.5}, "eps=0.5")],
+)
+def test_bad_hyperparameters_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        advi.scale_by_stan_step_size(**kwargs)
+
+
+def test_optimizers_by_name():
+    assert advi.get_optimizer("adam") is not None
+    with pytest.raises(ValueError, match="optimizer='lbfgs'"):
+        advi.get_optimizer("lbfgs")
