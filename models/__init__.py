@@ -13,11 +13,15 @@ scripts treat them alike:
 - ``load(path, *, seed, **sizes) -> Problem``: the train/held-out split from a data file.
 - ``SITES``: the latent sample sites, in the order the paper lists them.
 
+``get(name)`` returns a model module by name (``MODEL_NAMES``).
+
 Models know nothing about inference (STYLE.md, rule 4).
 """
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import Any, NamedTuple
 
 
@@ -36,3 +40,25 @@ class Problem(NamedTuple):
     heldout: dict[str, Any]
     num_heldout: int
     meta: dict[str, Any]
+
+
+MODEL_NAMES: tuple[str, ...] = (
+    "poisson_exponential",
+    "linreg_ard",
+    "election88",
+    "gamma_poisson_nmf",
+    "dirichlet_exponential_nmf",
+    "gmm",
+)
+"""The model modules, in the order of the paper's experiments E0 to E6."""
+
+
+def get(name: str) -> ModuleType:
+    """The model module called ``name`` (one of ``MODEL_NAMES``), imported on first use.
+
+    Raises:
+        ValueError: ``name`` is not a model; the message lists the valid names.
+    """
+    if name not in MODEL_NAMES:
+        raise ValueError(f"unknown model {name!r}; valid models: {', '.join(MODEL_NAMES)}")
+    return importlib.import_module(f"{__name__}.{name}")

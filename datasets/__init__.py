@@ -1,0 +1,7 @@
+"""Data for the paper's experiments: real data fetched and checked, simulated data from seeds.
+
+- ``fetch``: election88 and Frey faces from a local mirror or upstream, sha256-checked.
+- ``derive``: the files made from the upstream originals (CSV tables, the .npy matrix).
+- ``simulate``: the ARD regression data (E1) and the imageCLEF stand-in (E5, E6).
+- ``images``: 576-dimensional RGB histograms of a folder of images (E5, E6 on real images).
+"""

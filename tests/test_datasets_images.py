@@ -1,0 +1,44 @@
+"""RGB colour histograms of image files and their standardisation."""
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from datasets import images
+
+
+def test_rgb_histograms_of_generated_images(tmp_path):
+    rng = np.random.default_rng(0)
+    Image.new("RGB", (8, 5), (255, 0, 128)).save(tmp_path / "a_solid.png")
+    noisy = rng.integers(0, 256, size=(16, 12, 3), dtype=np.uint8)
+    Image.fromarray(noisy).save(tmp_path / "b_noise.PNG")
+    Image.fromarray(noisy[..., 0]).save(tmp_path / "c_grey.png")
+    Image.fromarray(noisy).save(tmp_path / "d_photo.jpg", quality=95)
+    (tmp_path / "notes.txt").write_text("not an image")
+
+    features = images.rgb_histograms(tmp_path)
+    assert features.shape == (4, 576) and features.dtype == np.float32
+    blocks = features.reshape(4, 3, 192)
+    np.testing.assert_allclose(blocks.sum(axis=-1), 1.0, rtol=1e-6)
+    solid = blocks[0]
+    assert solid[0, 191] == 1.0 and solid[1, 0] == 1.0 and solid[2, 96] == 1.0
+    red_bins = noisy[..., 0].ravel().astype(int) * 192 // 256
+    expected_red = np.bincount(red_bins, minlength=192) / red_bins.size
+    np.testing.assert_allclose(blocks[1, 0], expected_red, rtol=1e-6)
+    np.testing.assert_array_equal(blocks[2, 0], blocks[2, 1])  # grey: R = G = B
+
+
+def test_rgb_histograms_of_an_empty_folder_names_it(tmp_path):
+    with pytest.raises(ValueError, match=str(tmp_path)):
+        images.rgb_histograms(tmp_path)
+
+
+def test_standardise_uses_the_training_rows():
+    rng = np.random.default_rng(1)
+    features = rng.normal(3.0, 2.0, size=(50, 4))
+    features[:, 3] = 7.0
+    out = images.standardise(features, num_train=40)
+    np.testing.assert_allclose(out[:40, :3].mean(axis=0), 0.0, atol=1e-6)
+    np.testing.assert_allclose(out[:40, :3].std(axis=0), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(out[:, 3], 0.0)
+    assert out.dtype == np.float32

@@ -1,0 +1,62 @@
+"""Simulated data: the ARD regression truth and the streamed, standardised GMM stand-in."""
+
+import numpy as np
+import pytest
+
+from datasets import simulate
+from models import gmm
+
+
+def test_linreg_ard_shapes_truth_and_noise():
+    data = simulate.linreg_ard(0, num_train=4000, num_heldout=300, num_features=10)
+    assert data["X_train"].shape == (4000, 10) and data["y_train"].shape == (4000,)
+    assert data["X_heldout"].shape == (300, 10) and data["y_heldout"].shape == (300,)
+    assert all(a.dtype == np.float32 for a in data.values())
+    w = data["w"]
+    assert np.all(w[5:] == 0) and np.all(w[:5] != 0)
+    residual = data["y_train"] - data["X_train"] @ w
+    np.testing.assert_allclose(residual.var(), 1 / simulate.NOISE_PRECISION, rtol=0.1)
+
+
+def test_linreg_ard_is_seeded():
+    first = simulate.linreg_ard(3, num_train=20, num_heldout=5, num_features=4)
+    again = simulate.linreg_ard(3, num_train=20, num_heldout=5, num_features=4)
+    other = simulate.linreg_ard(4, num_train=20, num_heldout=5, num_features=4)
+    for key in first:
+        np.testing.assert_array_equal(first[key], again[key])
+    assert not np.array_equal(first["X_train"], other["X_train"])
+    with pytest.raises(ValueError, match="'num_features': 0"):
+        simulate.linreg_ard(0, num_features=0)
+
+
+def standin(tmp_path, seed, name="standin.npy"):
+    return simulate.gmm_standin(seed, num_train=500, num_heldout=70, dim=6, num_components=3,
+                                out_path=tmp_path / name)
+
+
+def test_gmm_standin_is_standardised_over_training_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(simulate, "BLOCK_ROWS", 64)  # several blocks, one across the split
+    path = standin(tmp_path, 0)
+    data = np.load(path)
+    assert data.shape == (570, 6) and data.dtype == np.float32
+    np.testing.assert_allclose(data[:500].mean(axis=0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(data[:500].std(axis=0), 1.0, rtol=1e-5)
+    assert abs(data[500:].mean()) < 0.5
+    assert [p.name for p in tmp_path.iterdir()] == ["standin.npy"]
+
+
+def test_gmm_standin_is_seeded_and_loads_as_gmm_data(tmp_path):
+    first = np.load(standin(tmp_path, 1, "a.npy"))
+    again = np.load(standin(tmp_path, 1, "b.npy"))
+    other = np.load(standin(tmp_path, 2, "c.npy"))
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
+    problem = gmm.load(tmp_path / "a.npy", seed=0, n_train=500, n_heldout=70)
+    np.testing.assert_array_equal(problem.heldout["x"], first[500:])
+
+
+def test_gmm_standin_has_several_unequal_components(tmp_path):
+    data = np.load(standin(tmp_path, 5))
+    # a mixture of separated components is multi-modal: far from Gaussian in some dimension
+    excess_kurtosis = ((data**4).mean(axis=0) - 3.0)
+    assert np.abs(excess_kurtosis).max() > 0.2
