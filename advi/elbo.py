@@ -131,12 +131,13 @@ def elbo_estimate(
     params: Any,
     rng_key: Array,
     elbo_samples: int,
-) -> tuple[Array, Array]:
+) -> tuple[Array, Array, Array]:
     """The ELBO from ``elbo_samples`` draws (Stan's ``calc_ELBO``), for the convergence test.
 
     Returns:
-        (elbo (), ok ()): the estimate in nats and False when non-finite draws exhausted the
-        budget of ``elbo_samples`` redraws (then ``elbo`` is not to be used).
+        (elbo (), ok (), log_weights (S,)): the estimate in nats; False when non-finite
+        draws exhausted the budget of ``elbo_samples`` redraws (then ``elbo`` is not to be
+        used); and log p(zeta_s) - log q(zeta_s) of the draws used, for the Pareto k-hat.
     """
     dim = params.mu.shape[-1]
     values = jax.vmap(log_density)
@@ -146,4 +147,6 @@ def elbo_estimate(
         return value, jnp.zeros_like(eps)
 
     draws = _finite_draws(evaluate, rng_key, (elbo_samples, dim), elbo_samples, params.mu.dtype)
-    return jnp.mean(draws.value) + family.entropy(params), ~jnp.any(draws.bad)
+    log_q = family.log_q(params, family.transform(params, draws.eps))
+    elbo = jnp.mean(draws.value) + family.entropy(params)
+    return elbo, ~jnp.any(draws.bad), draws.value - log_q

@@ -10,6 +10,7 @@ and restarts all reuse one compilation; iteration k draws its randomness from
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import math
 import time
@@ -92,17 +93,10 @@ def _make_chunk(
 
 def _make_elbo(log_density: Callable, family: Family, S: int) -> Callable:
     """``elbo(params, key, salt) -> (elbo, ok, log_weights (S,))`` with draws from
-    ``fold_in(key, salt)``; the log weights log p(zeta_s) - log q(zeta_s) feed the Pareto
-    k-hat diagnostic."""
+    ``fold_in(key, salt)`` (:func:`advi.elbo.elbo_estimate`)."""
 
     def elbo(params: Any, key: Array, salt: Array) -> tuple[Array, Array, Array]:
-        key = jax.random.fold_in(key, salt)
-        value, ok = elbo_estimate(log_density, family, params, key, S)
-        zeta_key, batch_key = jax.random.split(key)
-        eps = jax.random.normal(zeta_key, (S, params.mu.shape[-1]))
-        zeta = family.transform(params, eps)
-        log_p = jax.vmap(log_density)(zeta, jax.random.split(batch_key, S))
-        return value, ok, log_p - family.log_q(params, zeta)
+        return elbo_estimate(log_density, family, params, jax.random.fold_in(key, salt), S)
 
     return elbo
 
@@ -154,12 +148,15 @@ class _Runner:
         self.elbo_samples = S
 
     def compile(self, state: ADVIState, key: Array) -> None:
-        """Compile the chunk and ELBO functions ahead of time for these shapes."""
+        """Compile the chunk and ELBO functions ahead of time for these shapes, in two
+        threads (XLA compiles each on one core)."""
         one = np.ones((), np.int32)
-        self.chunk_fn = self.chunk_fn.lower(
-            state, np.ones((), self.dtype), key, one, one
-        ).compile()
-        self.elbo_fn = self.elbo_fn.lower(state.params, key, one).compile()
+        lowered = (
+            self.chunk_fn.lower(state, np.ones((), self.dtype), key, one, one),
+            self.elbo_fn.lower(state.params, key, one),
+        )
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            self.chunk_fn, self.elbo_fn = pool.map(lambda low: low.compile(), lowered)
 
     def run(
         self, state: ADVIState, eta: float, key: Array, salt: int, num_steps: int
