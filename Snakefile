@@ -1,0 +1,27 @@
+# Reproduces the ADVI paper's experiments end to end:
+#   snakemake --cores all                       (paper scale)
+#   snakemake --cores all --config scale=smoke  (minutes)
+#   snakemake --report results/report.html      (after either)
+# What runs is composed from the Hydra config in conf/ (runners/workflow.py).
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: workflow.source_path("conf/workflow.yaml")
+
+
+report: "report/workflow.rst"
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/fit.smk"
+include: "rules/figures.smk"
+
+
+rule all:
+    input:
+        figures=figure_files(),
+        summaries=summary_files(),
+    default_target: True

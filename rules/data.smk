@@ -1,0 +1,24 @@
+# Data: simulated from a seed, or fetched from the mirror (or upstream) and sha256-checked.
+# The train/held-out split is the model's `load`, seeded by experiment.data.seed.
+
+
+rule simulate_data:
+    output:
+        str(SIMULATED),
+    log:
+        f"{RESULTS}/logs/simulate_data/{{dataset}}/{{stem}}.log",
+    params:
+        job=lambda wildcards, output: data_job(output),
+    script:
+        "../scripts/simulate_data.py"
+
+
+rule fetch_data:
+    output:
+        directory(str(FETCHED)),
+    log:
+        f"{RESULTS}/logs/fetch_data/{{dataset}}.log",
+    params:
+        job=lambda wildcards, output: data_job(output),
+    script:
+        "../scripts/fetch_data.py"

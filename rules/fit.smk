@@ -1,0 +1,19 @@
+# One job per run (experiment x method x seed). Each job takes all --cores, so that timed
+# runs never share the machine (on a cluster, set them with --set-threads fit=N). Progress
+# (iterations, ELBO or acceptance, seconds) goes to the job's log.
+
+
+rule fit:
+    input:
+        data=lambda wildcards: run_job(wildcards).data,
+    output:
+        trace=f"{RUN_DIR}/trace.csv",
+        info=f"{RUN_DIR}/info.json",
+    log:
+        f"{RESULTS}/logs/fit/{{experiment}}/{{method}}/seed{{seed}}.log",
+    params:
+        script=f"{workflow.basedir}/scripts/fit.py",
+        overrides=fit_overrides,
+    threads: workflow.resource_settings.cores or 1
+    shell:
+        "python {params.script} {params.overrides} > {log} 2>&1"

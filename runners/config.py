@@ -1,0 +1,345 @@
+"""The schema of a run: structured configs (dataclasses) that Hydra composes and checks.
+
+One run is one experiment x one method x one scale x one seed. Hydra composes the YAML files
+under ``conf/`` onto these dataclasses, so an unknown key or a wrongly typed value fails at
+composition time with Hydra's message naming the key; :func:`to_run` then builds the
+dataclass objects, whose ``__post_init__`` checks the values (a negative budget, M < 1) with
+a message naming the field and the value, before any data is read.
+
+Config groups (``conf/<group>/<option>.yaml``) and the schema each extends:
+
+- ``experiment``: :class:`ExperimentConfig` (data, model, methods compared, figure, budget
+  and data sizes for each scale).
+- ``method``: :class:`AdviConfig`, :class:`NutsConfig` or :class:`HmcConfig`.
+- ``scale``: :class:`ScaleConfig` (``paper`` or ``smoke``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+
+def _check(obj: object, name: str, ok: Callable[[Any], bool], requirement: str) -> None:
+    """Raises ValueError naming ``obj.name`` and its value unless ``ok(value)``.
+
+    MISSING values are left to OmegaConf, which reports them when they are read.
+    """
+    value = getattr(obj, name)
+    if value != MISSING and not ok(value):
+        raise ValueError(f"{type(obj).__name__}.{name} = {value!r}: must be {requirement}")
+
+
+def _positive(value: float) -> bool:
+    return math.isfinite(value) and value > 0
+
+
+@dataclass
+class ScaleConfig:
+    """Sizes shared by all experiments at one scale (``conf/scale/*.yaml``).
+
+    Attributes:
+        name: ``paper`` (the paper's sizes) or ``smoke`` (minutes, for tests and CI); also
+            the key into :attr:`ExperimentConfig.scales`.
+        eval_draws: S, draws from q scored at each ADVI checkpoint (Stan's output_samples).
+        mcmc_num_warmup: MCMC warmup iterations (Stan's default 1,000).
+        mcmc_num_samples: MCMC post-warmup draws (Stan's default 1,000).
+    """
+
+    name: str = MISSING
+    eval_draws: int = 1000
+    mcmc_num_warmup: int = 1000
+    mcmc_num_samples: int = 1000
+
+    def __post_init__(self) -> None:
+        _check(self, "eval_draws", lambda v: v >= 1, "an integer >= 1")
+        _check(self, "mcmc_num_warmup", lambda v: v >= 0, "an integer >= 0")
+        _check(self, "mcmc_num_samples", lambda v: v >= 1, "an integer >= 1")
+
+
+@dataclass
+class DataConfig:
+    """Where an experiment's data come from.
+
+    Attributes:
+        source: ``simulate`` (``datasets.simulate.<name>(seed, **simulate)``) or ``fetch``
+            (``datasets.fetch.fetch(name, ...)``, sha256-checked).
+        name: the simulator or data set name.
+        seed: seed of the simulation and of the train/held-out split (fixed per experiment,
+            so that runs with different seeds compare methods on the same data).
+    """
+
+    source: str = MISSING
+    name: str = MISSING
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        _check(self, "source", lambda v: v in ("simulate", "fetch"), "'simulate' or 'fetch'")
+
+
+@dataclass
+class ExperimentScale:
+    """What an experiment needs at one scale.
+
+    Attributes:
+        budget_s: wall-clock budget of each run in seconds (the clock of the timing protocol:
+            compilation and evaluation excluded); a run stops cleanly at its first checkpoint
+            past it and keeps what it has.
+        simulate: keyword arguments of the simulator (sizes), for ``data.source=simulate``.
+        load: keyword arguments of the model's ``load`` (sizes of the split).
+    """
+
+    budget_s: float = MISSING
+    simulate: dict[str, Any] = field(default_factory=dict)
+    load: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check(self, "budget_s", _positive, "a positive number of seconds")
+
+
+@dataclass
+class ExperimentConfig:
+    """One paper experiment (``conf/experiment/*.yaml``).
+
+    Attributes:
+        name: the experiment id, the folder under ``results/runs``.
+        model: the model module, ``models.get(model)``.
+        figure: file stem of its figure under ``results/figures`` (e.g. ``fig4a_linreg_ard``).
+        title: the figure's title (the paper's panel caption).
+        claim: the paper's claim, quoted in the report's caption.
+        data: where the data come from.
+        methods: the methods compared, each a list of Hydra overrides
+            (e.g. ``[method=advi, method.grad_samples=10]``).
+        reference_method: the method id whose final accuracy the others are timed against.
+        scales: per scale name, the budget and data sizes.
+    """
+
+    name: str = MISSING
+    model: str = MISSING
+    figure: str = MISSING
+    title: str = MISSING
+    claim: str = MISSING
+    data: DataConfig = field(default_factory=DataConfig)
+    methods: list[list[str]] = field(default_factory=list)
+    reference_method: str = "nuts"
+    scales: dict[str, ExperimentScale] = field(default_factory=dict)
+
+
+@dataclass
+class AdviConfig:
+    """ADVI through ``advi.fit``; field names and defaults are Stan's (``conf/method/advi.yaml``).
+
+    Attributes:
+        family: ``meanfield`` (the paper) or ``fullrank``.
+        grad_samples: M, Monte Carlo draws per gradient (paper Section 2.5).
+        elbo_samples: draws per ELBO estimate for the convergence check.
+        eta: step-size scale; None runs Stan's eta search.
+        adapt_iter: iterations per eta candidate in the search.
+        tol_rel_obj: relative ELBO tolerance of the convergence rule.
+        eval_elbo: iterations between ELBO estimates.
+        max_iter: iteration cap.
+        minibatch_size: B for stochastic ADVI (paper Section 2.6); None uses all data.
+        init: initial mu: ``random`` (N(0, I), the paper's study), ``zero`` (Algorithm 1)
+            or ``stan`` (U(-2, 2)); omega = 0 always.
+        optimizer: ``stan`` (the paper's step-size sequence) or an optax optimiser name.
+        checkpoint_every: iterations between checkpoints (held-out score, trace row).
+        eval_draws: S, draws from q scored at each checkpoint.
+    """
+
+    family: str = "meanfield"
+    grad_samples: int = 1
+    elbo_samples: int = 100
+    eta: float | None = None
+    adapt_iter: int = 50
+    tol_rel_obj: float = 0.01
+    eval_elbo: int = 100
+    max_iter: int = 10000
+    minibatch_size: int | None = None
+    init: str = "random"
+    optimizer: str = "stan"
+    checkpoint_every: int = 100
+    eval_draws: int = 1000
+
+    def __post_init__(self) -> None:
+        _check(self, "family", lambda v: v in ("meanfield", "fullrank"), "meanfield|fullrank")
+        for name in ("grad_samples", "elbo_samples", "adapt_iter", "eval_elbo", "max_iter",
+                     "checkpoint_every", "eval_draws"):
+            _check(self, name, lambda v: v >= 1, "an integer >= 1")
+        _check(self, "eta", lambda v: v is None or _positive(v), "positive or null")
+        _check(self, "tol_rel_obj", _positive, "positive")
+        _check(self, "minibatch_size", lambda v: v is None or v >= 1, "an integer >= 1 or null")
+
+    def run_name(self) -> str:
+        """The method's folder name, e.g. ``advi_M1``, ``advi_M10_B500``, ``advi_fullrank_M1``.
+
+        It names every setting that changes the algorithm (family, M, B, a fixed eta, the
+        initialisation, the optimiser), so a sweep over any of them gives distinct folders.
+        """
+        parts = ["advi"]
+        if self.family != "meanfield":
+            parts.append(self.family)
+        parts.append(f"M{self.grad_samples}")
+        if self.minibatch_size is not None:
+            parts.append(f"B{self.minibatch_size}")
+        if self.eta is not None:
+            parts.append(f"eta{self.eta:g}")
+        if self.init != "random":
+            parts.append(f"init-{self.init}")
+        if self.optimizer != "stan":
+            parts.append(self.optimizer)
+        return "_".join(parts)
+
+    def label(self) -> str:
+        """The legend entry, as in the paper: ``ADVI (M=1)``, ``ADVI (M=1, B=500)``."""
+        details = [f"M={self.grad_samples}"]
+        if self.minibatch_size is not None:
+            details.append(f"B={self.minibatch_size}")
+        if self.eta is not None:
+            details.append(f"eta={self.eta:g}")
+        family = "" if self.family == "meanfield" else f" {self.family}"
+        return f"ADVI{family} ({', '.join(details)})"
+
+
+@dataclass
+class McmcConfig:
+    """What NUTS and HMC share: NumPyro's functional ``hmc`` API with Stan's defaults.
+
+    Attributes:
+        num_warmup: warmup (adaptation) iterations.
+        num_samples: post-warmup draws.
+        target_accept_prob: dual-averaging target (Stan's adapt_delta = 0.8).
+        dense_mass: False is Stan's diagonal mass matrix.
+        adapt_mass_matrix: adapt the mass matrix in warmup (Stan does, also for static HMC).
+        checkpoint_every: iterations (warmup or sampling) between checkpoints.
+    """
+
+    num_warmup: int = 1000
+    num_samples: int = 1000
+    target_accept_prob: float = 0.8
+    dense_mass: bool = False
+    adapt_mass_matrix: bool = True
+    checkpoint_every: int = 50
+
+    def __post_init__(self) -> None:
+        _check(self, "num_warmup", lambda v: v >= 0, "an integer >= 0")
+        _check(self, "num_samples", lambda v: v >= 1, "an integer >= 1")
+        _check(self, "target_accept_prob", lambda v: 0 < v < 1, "in (0, 1)")
+        _check(self, "checkpoint_every", lambda v: v >= 1, "an integer >= 1")
+
+
+@dataclass
+class NutsConfig(McmcConfig):
+    """The No-U-Turn sampler (Stan's default sampler) (``conf/method/nuts.yaml``).
+
+    Attributes:
+        max_tree_depth: Stan's default 10.
+    """
+
+    max_tree_depth: int = 10
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check(self, "max_tree_depth", lambda v: v >= 1, "an integer >= 1")
+
+    def run_name(self) -> str:
+        """``nuts`` (``nuts_dense`` with a dense mass matrix)."""
+        return "nuts_dense" if self.dense_mass else "nuts"
+
+    def label(self) -> str:
+        """The legend entry, ``NUTS``."""
+        return "NUTS (dense)" if self.dense_mass else "NUTS"
+
+
+@dataclass
+class HmcConfig(McmcConfig):
+    """Static HMC: fixed trajectory length, step size adapted in warmup (``conf/method/hmc.yaml``).
+
+    Attributes:
+        trajectory_length: integration time L * epsilon (Stan's int_time default 2 pi).
+    """
+
+    trajectory_length: float = 2 * math.pi
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check(self, "trajectory_length", _positive, "positive")
+
+    def run_name(self) -> str:
+        """``hmc`` (``hmc_dense`` with a dense mass matrix)."""
+        return "hmc_dense" if self.dense_mass else "hmc"
+
+    def label(self) -> str:
+        """The legend entry, ``HMC``."""
+        return "HMC (dense)" if self.dense_mass else "HMC"
+
+
+MethodConfig = AdviConfig | NutsConfig | HmcConfig
+"""The method schemas: ``conf/method/<name>.yaml`` extends one of them."""
+
+
+@dataclass
+class Config:
+    """A whole run (``conf/config.yaml``).
+
+    Attributes:
+        experiment, method, scale: the three config groups.
+        seed: the run's seed (inference randomness; the data's seed is ``experiment.data``).
+        budget_s: this run's wall-clock budget; by default the experiment's at this scale.
+        results_dir: root of all outputs (data, runs, figures).
+        mirror_dir: folder with local copies of the real data sets; null uses
+            ``<repo>/../shared/data`` when it exists, else the upstream URLs
+            (``datasets.fetch``).
+    """
+
+    experiment: ExperimentConfig = MISSING
+    method: Any = MISSING
+    scale: ScaleConfig = MISSING
+    seed: int = 0
+    budget_s: float = MISSING
+    results_dir: str = "results"
+    mirror_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        _check(self, "budget_s", _positive, "a positive number of seconds")
+        _check(self, "seed", lambda v: v >= 0, "an integer >= 0")
+
+    def experiment_scale(self) -> ExperimentScale:
+        """The experiment's settings at this run's scale."""
+        try:
+            return self.experiment.scales[self.scale.name]
+        except KeyError:
+            raise KeyError(
+                f"experiment {self.experiment.name!r} has no settings for scale "
+                f"{self.scale.name!r} (experiment.scales has {sorted(self.experiment.scales)})"
+            ) from None
+
+
+def register() -> None:
+    """Stores the schemas in Hydra's ConfigStore; the YAML files extend them by name."""
+    store = ConfigStore.instance()
+    store.store(name="config_schema", node=Config)
+    store.store(group="experiment", name="experiment_schema", node=ExperimentConfig)
+    store.store(group="scale", name="scale_schema", node=ScaleConfig)
+    store.store(group="method", name="advi_schema", node=AdviConfig)
+    store.store(group="method", name="nuts_schema", node=NutsConfig)
+    store.store(group="method", name="hmc_schema", node=HmcConfig)
+
+
+def to_run(cfg: DictConfig) -> Config:
+    """Resolves and checks a composed config, returning the typed :class:`Config`.
+
+    Raises:
+        ValueError: a value out of range, naming the field and the value.
+        KeyError: the experiment has no settings for the chosen scale.
+    """
+    run = OmegaConf.to_object(cfg)
+    assert isinstance(run, Config), type(run)
+    if not isinstance(run.method, MethodConfig):
+        raise TypeError(f"method must extend a method schema, got {type(run.method).__name__}")
+    run.experiment_scale()
+    return run

@@ -1,0 +1,36 @@
+"""A stopwatch that counts only the time spent inside ``running()`` blocks.
+
+The timing protocol (DESIGN.md): every method runs in chunks; the clock runs during a chunk
+and stops between chunks while held-out accuracy is scored and the trace is written.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class Stopwatch:
+    """Accumulated seconds (``time.perf_counter``) of the ``running()`` blocks only.
+
+    Work dispatched asynchronously (JAX) must be waited for inside the block
+    (``jax.block_until_ready``), or it is counted where it is waited for.
+    """
+
+    def __init__(self) -> None:
+        self._elapsed_s = 0.0
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Runs the clock for the duration of the block."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._elapsed_s += time.perf_counter() - start
+
+    @property
+    def elapsed_s(self) -> float:
+        """Seconds counted so far."""
+        return self._elapsed_s

@@ -1,0 +1,107 @@
+"""Tables from traces, for the figures and the report: mean curves and a per-method summary.
+
+Everything here reads ``trace.csv`` files only (columns of :mod:`runners.trace`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+
+def read_traces(runs_dir: str | os.PathLike) -> pd.DataFrame:
+    """Every trace under ``runs_dir`` (``<method>/seed<k>/trace.csv``), stacked.
+
+    Raises:
+        FileNotFoundError: there is none.
+    """
+    paths = sorted(Path(runs_dir).glob("*/seed*/trace.csv"))
+    if not paths:
+        raise FileNotFoundError(f"no traces under {runs_dir}")
+    return pd.concat([pd.read_csv(path) for path in paths], ignore_index=True)
+
+
+def method_order(traces: pd.DataFrame, preferred: Sequence[str] = ()) -> list[str]:
+    """The methods present: those of ``preferred`` in its order, then the others by name."""
+    present = set(traces["method"])
+    return [m for m in preferred if m in present] + sorted(present.difference(preferred))
+
+
+def mean_curves(traces: pd.DataFrame) -> pd.DataFrame:
+    """The accuracy-against-time curve of each method, averaged over seeds at each checkpoint.
+
+    Runs of one method checkpoint at the same iterations, so seeds are aligned by
+    ``iteration``; rows without a score are dropped.
+
+    Returns:
+        One row per (method, iteration): ``method, label, iteration, wall_s`` (mean),
+        ``heldout_lpd`` (mean), ``lpd_min``, ``lpd_max`` (range over seeds), ``runs``.
+    """
+    scored = traces.dropna(subset=["heldout_lpd"])
+    curves = scored.groupby(["method", "label", "iteration"], as_index=False).agg(
+        wall_s=("wall_s", "mean"),
+        heldout_lpd=("heldout_lpd", "mean"),
+        lpd_min=("heldout_lpd", "min"),
+        lpd_max=("heldout_lpd", "max"),
+        runs=("seed", "nunique"),
+    )
+    return curves.sort_values(["method", "iteration"], ignore_index=True)
+
+
+def final_rows(traces: pd.DataFrame) -> pd.DataFrame:
+    """The last checkpoint of each run (method, seed)."""
+    ordered = traces.sort_values("iteration")
+    return ordered.groupby(["method", "seed"], as_index=False).tail(1)
+
+
+def seconds_to_reach(curve: pd.DataFrame, target: float) -> float:
+    """The first mean ``wall_s`` of ``curve`` whose mean heldout_lpd is >= ``target``, or NaN."""
+    reached = curve.loc[curve["heldout_lpd"] >= target, "wall_s"]
+    return float(reached.iloc[0]) if len(reached) else float("nan")
+
+
+def summary_table(
+    traces: pd.DataFrame,
+    *,
+    reference: str,
+    tolerance: float = 0.01,
+    preferred: Sequence[str] = (),
+) -> pd.DataFrame:
+    """Final accuracy per method, and how long each took to come close to ``reference``'s.
+
+    Args:
+        traces: stacked traces (:func:`read_traces`).
+        reference: the method whose final heldout_lpd (mean over seeds) is the target.
+        tolerance: relative distance counted as close: the target is
+            ref - tolerance * |ref|.
+        preferred: method order of the rows (:func:`method_order`).
+
+    Returns:
+        One row per method: ``method, label, runs, final_heldout_lpd`` (mean over seeds),
+        ``final_heldout_lpd_sd`` (NaN with one seed), ``final_wall_s`` (mean), and
+        ``seconds_to_<tolerance>pct_of_<reference>`` on the mean curve (NaN: never reached,
+        or no reference run).
+    """
+    finals = final_rows(traces)
+    curves = mean_curves(traces)
+    ref_value = finals.loc[finals["method"] == reference, "heldout_lpd"].mean()
+    target = ref_value - tolerance * abs(ref_value)
+    reach_column = f"seconds_to_{tolerance * 100:g}pct_of_{reference}"
+    rows = []
+    for method in method_order(traces, preferred):
+        final = finals[finals["method"] == method]
+        curve = curves[curves["method"] == method]
+        rows.append({
+            "method": method,
+            "label": final["label"].iloc[0],
+            "runs": len(final),
+            "final_heldout_lpd": final["heldout_lpd"].mean(),
+            "final_heldout_lpd_sd": final["heldout_lpd"].std() if len(final) > 1 else np.nan,
+            "final_wall_s": final["wall_s"].mean(),
+            reach_column: seconds_to_reach(curve, target) if np.isfinite(target) else np.nan,
+        })
+    return pd.DataFrame(rows)

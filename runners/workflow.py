@@ -1,0 +1,178 @@
+"""The jobs of the Snakemake workflow, enumerated by composing the Hydra config.
+
+Hydra is the single source of truth for what a run is; Snakemake's config names only the
+experiments, the seeds, the scale and a list of Hydra overrides. For each experiment, the
+runs are its ``methods`` (each a list of overrides) times the expanded overrides times the
+seeds. Overrides may sweep (``method.grad_samples=1,10``) exactly as ``fit.py -m`` does, and
+an override that picks the method group (``method=advi``) replaces the experiment's list of
+methods. Every composed config is checked (:func:`runners.config.to_run`) here, so a bad
+value fails when the workflow starts, before any job runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from hydra import compose, initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+from .config import Config, register, to_run
+from .data import data_path
+from .paths import REPO_ROOT, experiment_runs_dir, run_dir
+
+CONF_DIR = REPO_ROOT / "conf"
+
+
+class DataJob(NamedTuple):
+    """Data one or more runs read: simulated (``kwargs`` of the simulator) or fetched."""
+
+    path: str
+    source: str
+    name: str
+    seed: int
+    kwargs: dict[str, Any]
+    mirror_dir: str | None
+
+
+class RunJob(NamedTuple):
+    """One run of ``scripts/fit.py``: its overrides and the files it reads and writes."""
+
+    experiment: str
+    method: str
+    seed: int
+    overrides: tuple[str, ...]
+    data: str
+    trace: str
+
+
+class ExperimentPlan(NamedTuple):
+    """An experiment's runs and what its figure and caption need."""
+
+    name: str
+    figure: str
+    title: str
+    claim: str
+    reference_method: str
+    runs_dir: str
+    runs: tuple[RunJob, ...]
+
+    @property
+    def methods(self) -> list[str]:
+        """The method names of the runs, in the order the experiment lists them."""
+        return list(dict.fromkeys(run.method for run in self.runs))
+
+
+class Plan(NamedTuple):
+    """Everything the workflow runs; paths are relative to the working directory."""
+
+    results_dir: str
+    experiments: tuple[ExperimentPlan, ...]
+    data: dict[str, DataJob]
+
+    @property
+    def runs(self) -> tuple[RunJob, ...]:
+        return tuple(run for experiment in self.experiments for run in experiment.runs)
+
+
+def expand_sweeps(overrides: Sequence[str]) -> list[list[str]]:
+    """The override lists of a sweep, as ``-m`` runs them: ``a=1,2 b=x`` -> ``[a=1 b=x], [a=2
+    b=x]``; without a sweep, the overrides themselves."""
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    return BasicSweeper.split_arguments(parsed, max_batch_size=None)[0]
+
+
+def _picks_method(overrides: Sequence[str]) -> bool:
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    return any(o.key_or_group == "method" for o in parsed)
+
+
+def _data_job(run: Config) -> DataJob:
+    data = run.experiment.data
+    return DataJob(
+        path=str(data_path(run)),
+        source=data.source,
+        name=data.name,
+        seed=data.seed,
+        kwargs=dict(run.experiment_scale().simulate),
+        mirror_dir=run.mirror_dir,
+    )
+
+
+def _experiment_plan(
+    experiment: str, *, scale: str, seeds: Sequence[int], overrides: Sequence[str]
+) -> tuple[ExperimentPlan, list[DataJob], str]:
+    base = [f"experiment={experiment}", f"scale={scale}"]
+    runs: dict[str, RunJob] = {}
+    data: list[DataJob] = []
+    first: Config | None = None
+    for extra in expand_sweeps(overrides):
+        if _picks_method(extra):
+            method_lists: list[list[str]] = [[]]
+        else:
+            method_lists = to_run(compose("config", base + extra)).experiment.methods
+        for method in method_lists:
+            choice = [*base, *method, *extra]
+            run = to_run(compose("config", choice))
+            first = first or run
+            data.append(_data_job(run))
+            for seed in seeds:
+                out = run_dir(run.results_dir, run.experiment.name, run.method.run_name(), seed)
+                if str(out) in runs:
+                    raise ValueError(
+                        f"two runs of {experiment} would write {out}: "
+                        f"{runs[str(out)].overrides} and {(*choice, f'seed={seed}')}; "
+                        "sweep only over settings that the method's name records"
+                    )
+                runs[str(out)] = RunJob(
+                    experiment=run.experiment.name,
+                    method=run.method.run_name(),
+                    seed=seed,
+                    overrides=(*choice, f"seed={seed}"),
+                    data=data[-1].path,
+                    trace=str(out / "trace.csv"),
+                )
+    if first is None:
+        raise ValueError(f"experiment {experiment} has no runs")
+    plan = ExperimentPlan(
+        name=first.experiment.name,
+        figure=first.experiment.figure,
+        title=first.experiment.title,
+        claim=first.experiment.claim,
+        reference_method=first.experiment.reference_method,
+        runs_dir=str(experiment_runs_dir(first.results_dir, first.experiment.name)),
+        runs=tuple(runs.values()),
+    )
+    return plan, data, first.results_dir
+
+
+def plan_workflow(
+    *, experiments: Sequence[str], scale: str, seeds: Sequence[int], overrides: Sequence[str]
+) -> Plan:
+    """Composes the config of every run the workflow must make.
+
+    Args:
+        experiments: names of ``conf/experiment/*.yaml``.
+        scale: ``paper`` or ``smoke``.
+        seeds: run seeds (each run of each method once per seed).
+        overrides: Hydra overrides applied to every run, after the experiment's method
+            overrides; sweeps expand to several runs.
+
+    Raises:
+        ValueError: two runs would write the same folder, runs disagree on results_dir, or a
+            config value is out of range; Hydra's errors for unknown keys or bad types.
+    """
+    register()
+    plans, data, results_dirs = [], {}, set()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        for experiment in experiments:
+            plan, data_jobs, results_dir = _experiment_plan(
+                experiment, scale=scale, seeds=seeds, overrides=overrides
+            )
+            plans.append(plan)
+            data.update({job.path: job for job in data_jobs})
+            results_dirs.add(results_dir)
+    if len(results_dirs) != 1:
+        raise ValueError(f"all runs must share one results_dir, got {sorted(results_dirs)}")
+    return Plan(results_dir=results_dirs.pop(), experiments=tuple(plans), data=data)

@@ -1,0 +1,11 @@
+"""Snakemake script: simulate an experiment's data from its seed (rules/data.smk)."""
+
+import logging
+from pathlib import Path
+
+from runners.data import simulate
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+job = snakemake.params.job  # noqa: F821
+path = simulate(job.name, job.seed, job.kwargs, Path(snakemake.output[0]))  # noqa: F821
+logging.info("simulated %s(seed=%d, %s) -> %s", job.name, job.seed, job.kwargs, path)

@@ -1,0 +1,21 @@
+"""Snakemake script: an experiment's summary table from its traces (rules/figures.smk).
+
+Columns: see ``runners.summary.summary_table``; the report's caption includes the table.
+"""
+
+import logging
+
+from runners.files import atomic_open
+from runners.summary import read_traces, summary_table
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+params = snakemake.params  # noqa: F821
+table = summary_table(
+    read_traces(params.runs_dir),
+    reference=params.reference,
+    tolerance=params.tolerance,
+    preferred=params.methods,
+)
+with atomic_open(snakemake.output[0]) as f:  # noqa: F821
+    table.to_csv(f, index=False, float_format="%.4g", na_rep="n/a")
+logging.info("summary of %s:\n%s", params.runs_dir, table.to_string(index=False))

@@ -1,0 +1,123 @@
+"""The runners' timing protocol on a conjugate normal model with a known posterior.
+
+Model: mu ~ N(0, 10^2), y_n | mu ~ N(mu, 1). Posterior N(m, v), v = 1 / (N + 0.01),
+m = v sum_n y_n; the posterior predictive of a held-out y is N(m, 1 + v).
+"""
+
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pandas as pd
+import pytest
+from scipy.stats import norm
+
+from runners.advi_runner import run_advi
+from runners.config import AdviConfig, HmcConfig, NutsConfig
+from runners.mcmc_runner import chunk_plan, run_mcmc
+from runners.trace import TraceWriter
+
+Y_TRAIN = np.random.default_rng(0).normal(1.5, 1.0, size=40).astype(np.float32)
+Y_HELDOUT = np.random.default_rng(1).normal(1.5, 1.0, size=25).astype(np.float32)
+
+
+def model(y):
+    mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+    with numpyro.plate("data", y.shape[0]):
+        numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+
+def log_likelihood(samples):
+    """(S, N_heldout) log N(y_n | mu_s, 1)."""
+    return dist.Normal(samples["mu"][:, None], 1.0).log_prob(jnp.asarray(Y_HELDOUT)[None, :])
+
+
+def exact_lpd() -> float:
+    v = 1.0 / (len(Y_TRAIN) + 0.01)
+    m = v * Y_TRAIN.sum()
+    return float(np.mean(norm.logpdf(Y_HELDOUT, m, np.sqrt(1.0 + v))))
+
+
+def _run(runner, method, tmp_path, *, seed=0, budget_s=1e6, scorer=log_likelihood):
+    trace = TraceWriter(tmp_path / f"trace{seed}.csv", identity={"seed": seed})
+    facts = runner(model, {"y": jnp.asarray(Y_TRAIN)}, method, rng_key=jax.random.PRNGKey(seed),
+                   budget_s=budget_s, log_likelihood=scorer, trace=trace)
+    return facts, pd.read_csv(trace.path)
+
+
+def _slow(seconds):
+    def scorer(samples):
+        time.sleep(seconds)
+        return log_likelihood(samples)
+
+    return scorer
+
+
+def test_chunks_never_straddle_the_end_of_warmup():
+    assert list(chunk_plan(120, 100, 50)) == [
+        ("warmup", 50), ("warmup", 50), ("warmup", 20), ("sampling", 50), ("sampling", 50)]
+    assert list(chunk_plan(0, 30, 50)) == [("sampling", 30)]
+
+
+NUTS = NutsConfig(num_warmup=40, num_samples=60, checkpoint_every=20)
+
+
+def test_nuts_trace_scores_post_warmup_draws_so_far(tmp_path):
+    facts, trace = _run(run_mcmc, NUTS, tmp_path)
+    assert list(trace["iteration"]) == [20, 40, 60, 80, 100]
+    assert list(trace["phase"]) == ["warmup"] * 2 + ["sampling"] * 3
+    assert list(trace["num_draws"]) == [20, 20, 20, 40, 60]  # warmup: the chunk's draws
+    assert np.all(np.diff(trace["wall_s"]) > 0)
+    assert trace["heldout_lpd"].iloc[-1] == pytest.approx(exact_lpd(), abs=0.02)
+    assert facts["iterations"] == 100 and facts["num_samples_done"] == 60
+    assert facts["divergences"] == 0 and 0.5 < facts["accept_rate"] <= 1.0
+    assert facts["compile_s"] > 0 and not facts["stopped_by_budget"]
+
+
+def test_nuts_gives_the_same_trace_for_the_same_seed_except_timings(tmp_path):
+    _, first = _run(run_mcmc, NUTS, tmp_path / "a")
+    _, second = _run(run_mcmc, NUTS, tmp_path / "b")
+    pd.testing.assert_frame_equal(first.drop(columns="wall_s"), second.drop(columns="wall_s"))
+
+
+def test_static_hmc_runs_with_its_fixed_trajectory(tmp_path):
+    method = HmcConfig(num_warmup=40, num_samples=40, checkpoint_every=40, trajectory_length=1.0)
+    facts, trace = _run(run_mcmc, method, tmp_path)
+    assert list(trace["phase"]) == ["warmup", "sampling"]
+    assert trace["heldout_lpd"].iloc[-1] == pytest.approx(exact_lpd(), abs=0.02)
+    assert facts["mean_num_steps"] == pytest.approx(np.ceil(1.0 / facts["step_size"]), abs=1)
+
+
+def test_mcmc_stops_at_the_first_checkpoint_past_its_budget(tmp_path):
+    facts, trace = _run(run_mcmc, NUTS, tmp_path, budget_s=1e-9)
+    assert len(trace) == 1 and facts["stopped_by_budget"] and facts["iterations"] == 20
+
+
+def test_mcmc_clock_excludes_held_out_evaluation(tmp_path):
+    facts, trace = _run(run_mcmc, NUTS, tmp_path, scorer=_slow(0.2))
+    assert facts["wall_s"] < 0.2  # five evaluations slept for 1 s in all
+
+
+ADVI = AdviConfig(max_iter=600, checkpoint_every=100, eval_draws=200)
+
+
+def test_advi_trace_has_a_row_per_checkpoint_with_the_elbo(tmp_path):
+    facts, trace = _run(run_advi, ADVI, tmp_path)
+    assert list(trace["iteration"]) == list(range(100, facts["iterations"] + 1, 100))
+    assert trace["elbo"].notna().all() and (trace["num_draws"] == 200).all()
+    assert trace["heldout_lpd"].iloc[-1] == pytest.approx(exact_lpd(), abs=0.02)
+    assert facts["compile_s"] > 0 and facts["eta"] > 0
+
+
+def test_advi_stops_at_the_first_checkpoint_past_its_budget(tmp_path):
+    facts, trace = _run(run_advi, ADVI, tmp_path, budget_s=1e-9)
+    assert len(trace) == 1 and facts["stopped_by_budget"] and not facts["converged"]
+
+
+def test_advi_clock_excludes_held_out_evaluation(tmp_path):
+    facts, trace = _run(run_advi, ADVI, tmp_path, scorer=_slow(0.2))
+    assert facts["wall_s"] < 0.2  # each of the checkpoints slept for 0.2 s
+    assert trace["wall_s"].iloc[-1] == pytest.approx(facts["wall_s"])

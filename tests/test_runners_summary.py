@@ -1,0 +1,67 @@
+"""Tables from traces: mean curves over seeds and the per-method summary."""
+
+import numpy as np
+import pytest
+
+from runners.summary import mean_curves, method_order, read_traces, summary_table
+from runners.trace import TraceWriter
+
+
+def _write(runs_dir, method, label, seed, rows):
+    trace = TraceWriter(runs_dir / method / f"seed{seed}" / "trace.csv",
+                        identity={"experiment": "e", "method": method, "label": label,
+                                  "seed": seed})
+    for iteration, wall_s, lpd in rows:
+        trace.append(iteration=iteration, wall_s=wall_s, heldout_lpd=lpd, num_draws=10)
+
+
+@pytest.fixture
+def traces(tmp_path):
+    _write(tmp_path, "nuts", "NUTS", 0, [(50, 1.0, -2.0), (100, 2.0, -1.0)])
+    _write(tmp_path, "nuts", "NUTS", 1, [(50, 3.0, -2.2), (100, 4.0, -1.2)])
+    _write(tmp_path, "advi_M1", "ADVI (M=1)", 0, [(100, 0.1, -1.5), (200, 0.2, -1.105)])
+    _write(tmp_path, "advi_M1", "ADVI (M=1)", 1, [(100, 0.3, -1.3), (200, 0.4, -1.095)])
+    _write(tmp_path, "hmc", "HMC", 0, [(50, 5.0, -3.0)])
+    return read_traces(tmp_path)
+
+
+def test_read_traces_stacks_every_run_present(traces):
+    assert len(traces) == 9 and set(traces["method"]) == {"nuts", "advi_M1", "hmc"}
+
+
+def test_read_traces_fails_clearly_without_runs(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no traces"):
+        read_traces(tmp_path)
+
+
+def test_methods_follow_the_preferred_order_then_the_name(traces):
+    assert method_order(traces, ["nuts", "missing"]) == ["nuts", "advi_M1", "hmc"]
+
+
+def test_mean_curves_average_seeds_at_each_checkpoint(traces):
+    nuts = mean_curves(traces).query("method == 'nuts'")
+    assert list(nuts["iteration"]) == [50, 100]
+    assert list(nuts["wall_s"]) == [2.0, 3.0]
+    np.testing.assert_allclose(nuts["heldout_lpd"], [-2.1, -1.1])
+    np.testing.assert_allclose(nuts["lpd_min"], [-2.2, -1.2])
+    assert list(nuts["runs"]) == [2, 2]
+
+
+def test_summary_times_each_method_against_the_reference(traces):
+    table = summary_table(traces, reference="nuts", tolerance=0.01,
+                          preferred=["advi_M1", "nuts", "hmc"]).set_index("method")
+    assert list(table.index) == ["advi_M1", "nuts", "hmc"]
+    assert table.loc["nuts", "final_heldout_lpd"] == pytest.approx(-1.1)
+    assert table.loc["advi_M1", "final_heldout_lpd_sd"] == pytest.approx(np.std([-1.105, -1.095],
+                                                                                 ddof=1))
+    # target -1.1 - 0.011 = -1.111: ADVI's mean curve (-1.4, -1.1) gets there at 0.3 s.
+    assert table.loc["advi_M1", "seconds_to_1pct_of_nuts"] == pytest.approx(0.3)
+    assert table.loc["nuts", "seconds_to_1pct_of_nuts"] == pytest.approx(3.0)
+    assert np.isnan(table.loc["hmc", "seconds_to_1pct_of_nuts"])
+    assert np.isnan(table.loc["hmc", "final_heldout_lpd_sd"])
+
+
+def test_summary_without_the_reference_method_has_no_times(traces):
+    table = summary_table(traces[traces["method"] != "nuts"], reference="nuts")
+    assert table["seconds_to_1pct_of_nuts"].isna().all()
+    assert list(table["method"]) == ["advi_M1", "hmc"]
