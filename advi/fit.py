@@ -61,12 +61,15 @@ class ADVIState(NamedTuple):
 
 
 def _make_chunk(
-    log_density: Callable, family: Family, optimizer: optax.GradientTransformation, M: int
+    log_density_fn: Callable, family: Family, optimizer: optax.GradientTransformation, M: int
 ) -> Callable:
-    """``chunk(state, eta, key, salt, num_steps) -> state``: num_steps ADVI iterations;
-    iteration k uses ``fold_in(fold_in(key, salt), k)``."""
+    """``chunk(state, eta, key, salt, num_steps, data) -> state``: num_steps ADVI
+    iterations; iteration k uses ``fold_in(fold_in(key, salt), k)``."""
 
-    def step(state: ADVIState, eta: Array, key: Array) -> ADVIState:
+    def step(state: ADVIState, eta: Array, key: Array, data: Any) -> ADVIState:
+        def log_density(zeta: Array, batch_key: Array) -> Array:
+            return log_density_fn(zeta, batch_key, data)
+
         step_key = jax.random.fold_in(key, state.iteration)
         est = elbo_grad(log_density, family, state.params, step_key, M)
         updates, opt_state = optimizer.update(est.grad, state.opt_state, state.params)
@@ -79,23 +82,26 @@ def _make_chunk(
         return jax.tree.map(lambda a, b: jnp.where(finite, a, b), moved, frozen)
 
     def chunk(
-        state: ADVIState, eta: Array, key: Array, salt: Array, num_steps: Array
+        state: ADVIState, eta: Array, key: Array, salt: Array, num_steps: Array, data: Any
     ) -> ADVIState:
         key = jax.random.fold_in(key, salt)
 
         def body(_: Array, s: ADVIState) -> ADVIState:
-            return jax.lax.cond(s.failed, lambda s: s, lambda s: step(s, eta, key), s)
+            return jax.lax.cond(s.failed, lambda s: s, lambda s: step(s, eta, key, data), s)
 
         return jax.lax.fori_loop(0, num_steps, body, state)
 
     return chunk
 
 
-def _make_elbo(log_density: Callable, family: Family, S: int) -> Callable:
-    """``elbo(params, key, salt) -> (elbo, ok, log_weights (S,))`` with draws from
+def _make_elbo(log_density_fn: Callable, family: Family, S: int) -> Callable:
+    """``elbo(params, key, salt, data) -> (elbo, ok, log_weights (S,))`` with draws from
     ``fold_in(key, salt)`` (:func:`advi.elbo.elbo_estimate`)."""
 
-    def elbo(params: Any, key: Array, salt: Array) -> tuple[Array, Array, Array]:
+    def elbo(params: Any, key: Array, salt: Array, data: Any) -> tuple[Array, Array, Array]:
+        def log_density(zeta: Array, batch_key: Array) -> Array:
+            return log_density_fn(zeta, batch_key, data)
+
         return elbo_estimate(log_density, family, params, jax.random.fold_in(key, salt), S)
 
     return elbo
@@ -142,8 +148,8 @@ class _Runner:
 
     def __init__(self, target: Target, family: Family, optimizer: Any, M: int, S: int) -> None:
         self.target, self.family, self.optimizer = target, family, optimizer
-        self.chunk_fn = jax.jit(_make_chunk(target.log_density, family, optimizer, M))
-        self.elbo_fn = jax.jit(_make_elbo(target.log_density, family, S))
+        self.chunk_fn = jax.jit(_make_chunk(target.log_density_fn, family, optimizer, M))
+        self.elbo_fn = jax.jit(_make_elbo(target.log_density_fn, family, S))
         self.dtype = jnp.result_type(float)
         self.elbo_samples = S
 
@@ -152,8 +158,8 @@ class _Runner:
         threads (XLA compiles each on one core)."""
         one = np.ones((), np.int32)
         lowered = (
-            self.chunk_fn.lower(state, np.ones((), self.dtype), key, one, one),
-            self.elbo_fn.lower(state.params, key, one),
+            self.chunk_fn.lower(state, np.ones((), self.dtype), key, one, one, self.target.data),
+            self.elbo_fn.lower(state.params, key, one, self.target.data),
         )
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             self.chunk_fn, self.elbo_fn = pool.map(lambda low: low.compile(), lowered)
@@ -168,12 +174,15 @@ class _Runner:
             key,
             np.asarray(salt, np.int32),
             np.asarray(num_steps, np.int32),
+            self.target.data,
         )
         return jax.block_until_ready(out)
 
     def elbo(self, params: Any, key: Array, salt: int) -> tuple[float, np.ndarray]:
         """The ELBO (``-inf`` where non-finite draws exhausted the budget) and log weights."""
-        value, ok, log_weights = self.elbo_fn(params, key, np.asarray(salt, np.int32))
+        value, ok, log_weights = self.elbo_fn(
+            params, key, np.asarray(salt, np.int32), self.target.data
+        )
         value = float(value)
         if not (bool(ok) and math.isfinite(value)):
             value = -math.inf
@@ -411,7 +420,7 @@ def _optimise(
         )
 
     def approximation(at: ADVIState) -> Approximation:
-        return Approximation(runner.family, at.params, runner.target.constrain)
+        return Approximation(runner.family, at.params, runner.target)
 
     def warn(message: str) -> None:
         notes.append(message)

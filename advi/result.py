@@ -21,12 +21,12 @@ class Approximation(NamedTuple):
     Attributes:
         family: the variational family.
         params: its parameters (``MeanFieldParams`` or ``FullRankParams``), in zeta-space.
-        constrain: ``(zeta (K,)) -> dict`` of constrained site values.
+        target: the :class:`advi.Target` fitted (its ``constrain_fn`` and ``data``).
     """
 
     family: Family
     params: Any
-    constrain: Callable[[Array], dict[str, Array]]
+    target: Any
 
     def sample_zeta(self, rng_key: Array, num_samples: int) -> Array:
         """Draws from q in zeta-space, shape (num_samples, K)."""
@@ -39,16 +39,17 @@ class Approximation(NamedTuple):
         Returns:
             dict site name -> array of shape (num_samples, *site_shape).
         """
-        return _constrain_batch(self.constrain, self.sample_zeta(rng_key, num_samples))
+        zeta = self.sample_zeta(rng_key, num_samples)
+        return _constrain_batch(self.target.constrain_fn, zeta, self.target.data)
 
     def mean(self) -> dict[str, Array]:
         """The constrained image T^-1(mu) of the mean of q (not the mean of theta)."""
-        return self.constrain(self.params.mu)
+        return self.target.constrain(self.params.mu)
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _constrain_batch(constrain: Callable, zeta: Array) -> dict[str, Array]:
-    return jax.vmap(constrain)(zeta)
+def _constrain_batch(constrain_fn: Callable, zeta: Array, data: Any) -> dict[str, Array]:
+    return jax.vmap(constrain_fn, in_axes=(0, None))(zeta, data)
 
 
 class CheckpointInfo(NamedTuple):

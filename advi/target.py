@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 from jax.flatten_util import ravel_pytree
 from numpyro.distributions.transforms import biject_to
@@ -32,21 +33,45 @@ from numpyro.primitives import Messenger
 class Target(NamedTuple):
     """A log density over the unconstrained space and its constraining map.
 
+    The data are kept apart from the functions (``data``, a pytree of arrays) and passed to
+    them as an argument, so that compiled code takes the data as an input instead of baking
+    it in as a constant (XLA constant-folds large constants slowly and keeps copies).
+
     Attributes:
-        log_density: ``log_density(zeta, rng_key) -> ()``; zeta (K,) float; the key draws
-            the minibatch (ignored without minibatching). Includes the log-Jacobian.
-        constrain: ``constrain(zeta) -> dict``; site name -> constrained value (site shape).
+        log_density_fn: ``(zeta, rng_key, data) -> ()``; zeta (K,) float; the key draws the
+            minibatch (ignored without minibatching). Includes the log-Jacobian.
+        constrain_fn: ``(zeta, data) -> dict``; site name -> constrained value (site shape).
         dim: K, the dimension of zeta.
+        data: the arrays the functions read (a pytree; ``()`` when there are none).
         num_data: N, the size of the subsampled plate, or None without minibatching.
-        full_log_density: the log density on all the data, ``(zeta) -> ()``, or None when it
-            is not affordable to evaluate it (minibatch fits).
+        full_log_density_fn: ``(zeta, data) -> ()`` on all the data, or None for minibatch
+            targets.
     """
 
-    log_density: Callable[[Array, Array], Array]
-    constrain: Callable[[Array], dict[str, Array]]
+    log_density_fn: Callable[[Array, Array, Any], Array]
+    constrain_fn: Callable[[Array, Any], dict[str, Array]]
     dim: int
+    data: Any = ()
     num_data: int | None = None
-    full_log_density: Callable[[Array], Array] | None = None
+    full_log_density_fn: Callable[[Array, Any], Array] | None = None
+
+    def log_density(self, zeta: Array, rng_key: Array) -> Array:
+        """log p(X, T^-1(zeta)) + log|det J_{T^-1}(zeta)| on this target's data, ()."""
+        return self.log_density_fn(zeta, rng_key, self.data)
+
+    def constrain(self, zeta: Array) -> dict[str, Array]:
+        """T^-1(zeta) as a dict of constrained site values."""
+        return self.constrain_fn(zeta, self.data)
+
+    def full_log_density(self, zeta: Array) -> Array:
+        """The log density on all the data (not a minibatch estimate).
+
+        Raises:
+            ValueError: for minibatch targets, which do not keep one.
+        """
+        if self.full_log_density_fn is None:
+            raise ValueError("this target is minibatched: it has no full-data log density")
+        return self.full_log_density_fn(zeta, self.data)
 
 
 def from_log_density(log_density: Callable[[Array], Array], dim: int) -> Target:
@@ -64,10 +89,10 @@ def from_log_density(log_density: Callable[[Array], Array], dim: int) -> Target:
     if not (isinstance(dim, int) and dim >= 1):
         raise ValueError(f"dim={dim!r} must be a positive integer")
     return Target(
-        log_density=lambda zeta, rng_key: log_density(zeta),
-        constrain=lambda zeta: {"zeta": zeta},
+        log_density_fn=lambda zeta, rng_key, data: log_density(zeta),
+        constrain_fn=lambda zeta, data: {"zeta": zeta},
         dim=dim,
-        full_log_density=log_density,
+        full_log_density_fn=lambda zeta, data: log_density(zeta),
     )
 
 
@@ -185,21 +210,45 @@ def from_numpyro(
 
     num_data, template = _probe(model, model_args, model_kwargs, minibatch_size, minibatch_plate)
     flat, unravel = ravel_pytree(template)
+    data, rebuild = _split_data(model_args, model_kwargs)
 
-    def log_density(zeta: Array, rng_key: Array) -> Array:
-        return -potential_energy(wrapped(rng_key), model_args, model_kwargs, unravel(zeta))
+    def log_density(zeta: Array, rng_key: Array, data: Any) -> Array:
+        args, kwargs = rebuild(data)
+        return -potential_energy(wrapped(rng_key), args, kwargs, unravel(zeta))
 
-    def full_log_density(zeta: Array) -> Array:
-        return -potential_energy(seed(model, 0), model_args, model_kwargs, unravel(zeta))
+    def full_log_density(zeta: Array, data: Any) -> Array:
+        args, kwargs = rebuild(data)
+        return -potential_energy(seed(model, 0), args, kwargs, unravel(zeta))
 
-    def constrain(zeta: Array) -> dict[str, Array]:
-        values = constrain_fn(wrapped(None), model_args, model_kwargs, unravel(zeta))
+    def constrain(zeta: Array, data: Any) -> dict[str, Array]:
+        args, kwargs = rebuild(data)
+        values = constrain_fn(wrapped(None), args, kwargs, unravel(zeta))
         return {name: values[name] for name in template}
 
     return Target(
-        log_density=log_density,
-        constrain=constrain,
+        log_density_fn=log_density,
+        constrain_fn=constrain,
         dim=int(flat.shape[0]),
+        data=data,
         num_data=num_data,
-        full_log_density=None if minibatch_size is not None else full_log_density,
+        full_log_density_fn=None if minibatch_size is not None else full_log_density,
     )
+
+
+def _split_data(model_args: tuple, model_kwargs: dict[str, Any]) -> tuple[tuple, Callable]:
+    """Separate the array arguments of a model (the data, moved to the device once) from
+    the rest (sizes, hyperparameters, flags), which stay Python values.
+
+    Returns:
+        (data, rebuild): the arrays as a tuple, and ``rebuild(data) -> (args, kwargs)``.
+    """
+    leaves, treedef = jax.tree.flatten((tuple(model_args), dict(model_kwargs)))
+    is_array = [isinstance(leaf, (jax.Array, np.ndarray)) for leaf in leaves]
+    data = tuple(jnp.asarray(leaf) for leaf, a in zip(leaves, is_array, strict=True) if a)
+
+    def rebuild(data: tuple) -> tuple[tuple, dict[str, Any]]:
+        arrays = iter(data)
+        merged = [next(arrays) if a else leaf for leaf, a in zip(leaves, is_array, strict=True)]
+        return jax.tree.unflatten(treedef, merged)
+
+    return data, rebuild
