@@ -32,7 +32,7 @@ REDRAW_FACTOR = 10
 class _Draws(NamedTuple):
     eps: Array  # (M, K)
     value: Array  # (M,) log density per draw
-    grad: Array  # (M, K) gradient per draw (zeros when only values are wanted)
+    grad: Array  # (M, K) gradient per draw, or (M, 0) when only values are wanted
     bad: Array  # (M,) bool, draw still non-finite
     redraws: Array  # () int32, redraws spent
     key: Array
@@ -144,7 +144,7 @@ def elbo_estimate(
 
     def evaluate(eps: Array, keys: Array) -> tuple[Array, Array]:
         value = values(family.transform(params, eps), keys)
-        return value, jnp.zeros_like(eps)
+        return value, jnp.zeros(eps.shape[:1] + (0,), value.dtype)  # no gradient needed
 
     draws = _finite_draws(evaluate, rng_key, (elbo_samples, dim), elbo_samples, params.mu.dtype)
     log_q = family.log_q(params, family.transform(params, draws.eps))
