@@ -74,8 +74,8 @@ def load_frey(
     path: str | os.PathLike,
     *,
     seed: int,
-    num_frames: int | None,
-    heldout_fraction: float,
+    num_frames: int | None = None,
+    heldout_fraction: float = 0.1,
 ) -> Problem:
     """Frey faces as a (U, I) count matrix with a seeded random set of held-out entries.
 

@@ -7,19 +7,17 @@
 
 from __future__ import annotations
 
-import os
-
 import jax
 import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
-from models import Problem
 from models import _poisson_factorisation as factorisation
 from models._checks import require_count, require_positive
 
 SITES: tuple[str, ...] = ("theta", "beta")
 log_likelihood = factorisation.log_likelihood
+load = factorisation.load_frey
 
 
 def model(
@@ -49,18 +47,3 @@ def model(
     beta = numpyro.sample("beta", dist.Exponential(lambda0).expand([num_pixels, K]).to_event(2))
     factorisation.observe(theta, beta, y, mask, log_y_factorial)
 
-
-def load(
-    path: str | os.PathLike,
-    *,
-    seed: int,
-    num_frames: int | None = None,
-    heldout_fraction: float = 0.1,
-) -> Problem:
-    """Frey faces with a seeded random ``heldout_fraction`` of entries held out.
-
-    See ``models._poisson_factorisation.load_frey`` for the arrays and their shapes.
-    """
-    return factorisation.load_frey(
-        path, seed=seed, num_frames=num_frames, heldout_fraction=heldout_fraction
-    )
