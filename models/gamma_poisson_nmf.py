@@ -21,6 +21,7 @@ import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import gammaln
 from numpyro.distributions import constraints
+from numpyro.distributions.transforms import Transform, biject_to
 
 from models import _poisson_factorisation as factorisation
 from models._checks import require_count, require_positive
@@ -28,6 +29,42 @@ from models._checks import require_count, require_positive
 SITES: tuple[str, ...] = ("theta", "beta")
 log_likelihood = factorisation.log_likelihood
 load = factorisation.load_frey
+
+
+class _StanPositiveOrdered(constraints._PositiveOrderedVector):
+    """``positive_ordered_vector`` whose bijection is Stan's (see :class:`CumulativeExp`)."""
+
+
+stan_positive_ordered = _StanPositiveOrdered()
+
+
+class CumulativeExp(Transform):
+    """Stan's positive-ordered transform: theta_k = sum_{j <= k} exp(zeta_j).
+
+    log|det J| = sum_k zeta_k (the Jacobian is lower triangular with diagonal exp(zeta_k)).
+    NumPyro's own ``biject_to(positive_ordered_vector)`` is exp of an ordered vector,
+    theta_k = exp(zeta_1 + sum_{1 < j <= k} exp(zeta_j)): doubly exponential, so draws of q
+    with standard deviation ~1 overflow to inf at the paper's initialisation.
+    """
+
+    domain = constraints.real_vector
+    codomain = stan_positive_ordered
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        return jnp.cumsum(jnp.exp(x), axis=-1)
+
+    def _inverse(self, y: jax.Array) -> jax.Array:
+        return jnp.log(jnp.concatenate([y[..., :1], jnp.diff(y, axis=-1)], axis=-1))
+
+    def log_abs_det_jacobian(
+        self, x: jax.Array, y: jax.Array, intermediates: object = None
+    ) -> jax.Array:
+        return jnp.sum(x, axis=-1)
+
+
+@biject_to.register(_StanPositiveOrdered)
+def _cumulative_exp(constraint: _StanPositiveOrdered) -> CumulativeExp:
+    return CumulativeExp()
 
 
 class OrderedGamma(dist.Distribution):
@@ -38,7 +75,7 @@ class OrderedGamma(dist.Distribution):
     """
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
-    support = constraints.positive_ordered_vector
+    support = stan_positive_ordered
 
     def __init__(
         self,

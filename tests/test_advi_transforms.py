@@ -9,6 +9,7 @@ import pytest
 from numpyro.distributions import constraints
 
 import advi
+from models import gamma_poisson_nmf
 
 
 def _site_model(support, shape):
@@ -34,8 +35,9 @@ def _fd_jacobian(f, x, h=1e-6):
         (constraints.interval(0.0, 100.0), (2,), slice(None)),
         (constraints.simplex, (4,), slice(0, 3)),  # K-1 free coordinates of a K-simplex
         (constraints.positive_ordered_vector, (4,), slice(None)),
+        (gamma_poisson_nmf.stan_positive_ordered, (4,), slice(None)),
     ],
-    ids=["positive", "interval_0_100", "simplex", "positive_ordered"],
+    ids=["positive", "interval_0_100", "simplex", "positive_ordered", "stan_positive_ordered"],
 )
 def test_log_density_is_the_log_jacobian(support, shape, keep):
     with jax.enable_x64(True):

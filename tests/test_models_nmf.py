@@ -31,7 +31,7 @@ def plain_poisson_log_lik(theta, beta, y, mask):
 
 def test_ordered_gamma_is_a_normalised_density_on_the_ordered_cone():
     ordered = gamma_poisson_nmf.OrderedGamma(2.0, 1.5, num_factors=2)
-    assert ordered.support is dist.constraints.positive_ordered_vector
+    assert ordered.support is gamma_poisson_nmf.stan_positive_ordered
 
     def density(b, a):
         return math.exp(ordered.log_prob(jnp.array([a, b])))
