@@ -18,10 +18,12 @@ include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/fit.smk"
 include: "rules/figures.smk"
+include: "rules/report.smk"
 
 
 rule all:
     input:
         figures=figure_files(),
         summaries=summary_files(),
+        report=REPORT_FILES,
     default_target: True

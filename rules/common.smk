@@ -1,10 +1,11 @@
 # The plan of runs, composed from the Hydra config (runners/workflow.py), and the input
 # functions the rules use.
+import re
 import shlex
 
 from snakemake.utils import validate
 
-from runners.paths import fetched_data_dir, run_dir, simulated_data_dir
+from runners.paths import fetched_data_dir, imageclef_data_dir, run_dir, simulated_data_dir
 from runners.workflow import plan_workflow
 
 
@@ -19,11 +20,14 @@ PLAN = plan_workflow(
 RESULTS = PLAN.results_dir
 EXPERIMENTS = {experiment.name: experiment for experiment in PLAN.experiments}
 FIGURES = {experiment.figure: experiment for experiment in PLAN.experiments}
+# Figures of fitted factors (Figures 5c, 5d), by file stem.
+FACTORS = {e.factors.figure: e.factors for e in PLAN.experiments if e.factors is not None}
 RUNS = {(run.experiment, run.method, str(run.seed)): run for run in PLAN.runs}
 # Path patterns; runs and data are laid out by runners/paths.py, as scripts/fit.py does.
 RUN_DIR = run_dir(RESULTS, "{experiment}", "{method}", "{seed}")
 SIMULATED = simulated_data_dir(RESULTS, "{dataset}") / "{stem}.npz"
 FETCHED = fetched_data_dir(RESULTS, "{dataset}")
+IMAGECLEF = imageclef_data_dir(RESULTS) / "{stem}.npy"
 SUMMARY = f"{RESULTS}/summaries/{{experiment}}.csv"
 FIGURE = f"{RESULTS}/figures/{{figure}}"
 # "Close to the reference": within this fraction of its final heldout_lpd (summary, caption).
@@ -39,8 +43,13 @@ wildcard_constraints:
     stem="[^/]+",
 
 
+def one_of(names):
+    """A wildcard regex matching exactly these names (none: matches nothing)."""
+    return "|".join(re.escape(name) for name in names) or "(?!)"
+
+
 def figure_files():
-    return expand(f"{FIGURE}.{{ext}}", figure=FIGURES, ext=("png", "pdf"))
+    return expand(f"{FIGURE}.{{ext}}", figure=[*FIGURES, *FACTORS], ext=("png", "pdf"))
 
 
 def summary_files():
@@ -75,3 +84,13 @@ def experiment_summary(wildcards):
 
 def data_job(output):
     return PLAN.data[str(output[0])]
+
+
+def image_dir_input(wildcards):
+    """The folder of real images an imageclef data file is computed from (none: simulated)."""
+    job = PLAN.data[str(IMAGECLEF).format(stem=wildcards.stem)]
+    return [job.image_dir] if job.image_dir else []
+
+
+def factors_input(wildcards):
+    return FACTORS[wildcards.figure].posterior_mean

@@ -1,4 +1,5 @@
-# Data: simulated from a seed, or fetched from the mirror (or upstream) and sha256-checked.
+# Data: simulated from a seed, fetched from the mirror (or upstream) and sha256-checked, or
+# (E5, E6) the colour histograms: a simulated stand-in, or those of data.image_dir's images.
 # The train/held-out split is the model's `load`, seeded by experiment.data.seed.
 
 
@@ -22,3 +23,16 @@ rule fetch_data:
         job=lambda wildcards, output: data_job(output),
     script:
         "../scripts/fetch_data.py"
+
+
+rule imageclef_features:
+    input:
+        image_dir_input,
+    output:
+        str(IMAGECLEF),
+    log:
+        f"{RESULTS}/logs/imageclef_features/{{stem}}.log",
+    params:
+        job=lambda wildcards, output: data_job(output),
+    script:
+        "../scripts/imageclef_features.py"

@@ -1,5 +1,6 @@
 # Per experiment: a summary table (final accuracy, seconds to reach the reference method's
-# final accuracy) and the accuracy-against-time figure, whose report caption includes it.
+# final accuracy) and the accuracy-against-time figure, whose report caption includes it;
+# for the factorisation models also the factors of one run as images (Figures 5c, 5d).
 
 
 rule summarise:
@@ -19,6 +20,8 @@ rule summarise:
 
 
 rule plot_accuracy:
+    wildcard_constraints:
+        figure=one_of(FIGURES),
     input:
         traces=experiment_traces,
         summary=experiment_summary,
@@ -39,5 +42,28 @@ rule plot_accuracy:
         claim=lambda wildcards: experiment_of(wildcards).claim,
         reference=lambda wildcards: experiment_of(wildcards).reference_method,
         tolerance=TOLERANCE,
+        data_description=lambda wildcards: experiment_of(wildcards).data_description,
+        checkpoints=lambda wildcards: experiment_of(wildcards).checkpoints,
     script:
         "../scripts/plot_accuracy.py"
+
+
+rule plot_factors:
+    wildcard_constraints:
+        figure=one_of(FACTORS),
+    input:
+        posterior_mean=factors_input,
+    output:
+        png=report(
+            f"{FIGURE}.png",
+            caption="../report/factors.rst",
+            category="Factors",
+            labels={"figure": "{figure}"},
+        ),
+        pdf=f"{FIGURE}.pdf",
+    log:
+        f"{RESULTS}/logs/plot_factors/{{figure}}.log",
+    params:
+        factors=lambda wildcards: FACTORS[wildcards.figure],
+    script:
+        "../scripts/plot_factors.py"

@@ -8,6 +8,7 @@ rule fit:
         data=lambda wildcards: run_job(wildcards).data,
     output:
         trace=f"{RUN_DIR}/trace.csv",
+        posterior_mean=f"{RUN_DIR}/posterior_mean.npz",
         info=f"{RUN_DIR}/info.json",
     log:
         f"{RESULTS}/logs/fit/{{experiment}}/{{method}}/seed{{seed}}.log",

@@ -2,8 +2,9 @@
 
 At every checkpoint (``checkpoint_every`` iterations, and at the end) the hook draws S
 = ``eval_draws`` samples from the current q, scores them on the held-out data, writes a trace
-row and asks ``advi.fit`` to stop once the clock has passed the budget. ``advi.fit`` stops
-its own clock while the hook runs, so ``wall_s`` counts optimisation only.
+row (and, if asked, the mean of those draws, :mod:`runners.posterior`) and asks ``advi.fit``
+to stop once the clock has passed the budget. ``advi.fit`` stops its own clock while the
+hook runs, so ``wall_s`` counts optimisation only.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import jax
 import advi
 
 from .config import AdviConfig
+from .posterior import PosteriorMean
 from .scoring import LogLikelihood, RunningLogMeanExp, score_draws
 from .trace import TraceWriter
 
@@ -32,6 +34,7 @@ def run_advi(
     budget_s: float,
     log_likelihood: LogLikelihood,
     trace: TraceWriter,
+    posterior_mean: PosteriorMean | None = None,
 ) -> dict[str, Any]:
     """Fits q by ADVI, writing one trace row per checkpoint.
 
@@ -42,6 +45,8 @@ def run_advi(
         budget_s: stop at the first checkpoint at or past this many optimisation seconds.
         log_likelihood: draws -> held-out log-likelihoods (S, N).
         trace: where checkpoint rows go (columns ``elbo`` besides the common ones).
+        posterior_mean: if given, rewritten at every checkpoint with the mean of that
+            checkpoint's S draws (E_q[theta], Monte Carlo).
 
     Returns:
         The run's facts for ``info.json``: iterations, convergence, eta, compile seconds.
@@ -55,6 +60,10 @@ def run_advi(
         scores = RunningLogMeanExp()
         draws = info.sample(jax.random.fold_in(eval_key, info.iteration), method.eval_draws)
         score_draws(log_likelihood, draws, scores)
+        if posterior_mean is not None:
+            posterior_mean.reset()
+            posterior_mean.update(draws)
+            posterior_mean.write(iteration=info.iteration, phase="advi")
         trace.append(
             iteration=info.iteration,
             wall_s=info.wall_s,

@@ -62,24 +62,50 @@ class ScaleConfig:
         _check(self, "mcmc_num_samples", lambda v: v >= 1, "an integer >= 1")
 
 
+DATA_SOURCES = ("simulate", "fetch", "imageclef")
+"""The kinds of ``experiment.data.source`` (:class:`DataConfig`)."""
+
+
 @dataclass
 class DataConfig:
     """Where an experiment's data come from.
 
     Attributes:
-        source: ``simulate`` (``datasets.simulate.<name>(seed, **simulate)``) or ``fetch``
-            (``datasets.fetch.fetch(name, ...)``, sha256-checked).
+        source: ``simulate`` (``datasets.simulate.<name>(seed, **simulate)``, an .npz),
+            ``fetch`` (``datasets.fetch.fetch(name, ...)``, sha256-checked) or ``imageclef``
+            (the 576-dimensional colour histograms of E5 and E6 as a float32 .npy: a
+            simulated stand-in, ``datasets.simulate.<name>(seed, **simulate)``, unless the
+            run's ``data.image_dir`` names a folder of real images, see :class:`DataOptions`).
         name: the simulator or data set name.
         seed: seed of the simulation and of the train/held-out split (fixed per experiment,
             so that runs with different seeds compare methods on the same data).
+        file: the file of a fetched data set that the model's ``load`` reads (None: the
+            data set's folder, e.g. election88's two CSV files).
     """
 
     source: str = MISSING
     name: str = MISSING
     seed: int = 0
+    file: str | None = None
 
     def __post_init__(self) -> None:
-        _check(self, "source", lambda v: v in ("simulate", "fetch"), "'simulate' or 'fetch'")
+        _check(self, "source", lambda v: v in DATA_SOURCES, " or ".join(map(repr, DATA_SOURCES)))
+
+
+@dataclass
+class DataOptions:
+    """Run-wide data options (the top-level ``data`` key), as opposed to what an experiment's
+    data are (``experiment.data``).
+
+    Attributes:
+        image_dir: a folder of .png/.jpg images; experiments with ``data.source: imageclef``
+            (E5, E6) then use the RGB histograms of these images (``datasets.images``,
+            standardised with the training rows' mean and sd) instead of the simulated
+            stand-in. Rows are the images in file-name order, the last ``n_heldout`` held
+            out. Other experiments ignore it. None: the simulated stand-in (PAPER.md).
+    """
+
+    image_dir: str | None = None
 
 
 @dataclass
@@ -103,30 +129,67 @@ class ExperimentScale:
 
 
 @dataclass
+class FactorsConfig:
+    """A figure of a fitted factor matrix as grey images (Figures 5c, 5d).
+
+    Each column k of the site's posterior mean (``posterior_mean.npz`` of one run, shape
+    (I, K)) is drawn as an image of ``image_shape`` (rows, columns), row-major:
+    ``value[:, k].reshape(image_shape)``.
+
+    Attributes:
+        figure: file stem under ``results/figures`` (e.g. ``fig5c_gamma_poisson_factors``).
+        title: the figure's title (the paper's panel caption).
+        claim: the paper's claim about the factors, quoted in the report's caption.
+        method: the run (method folder, e.g. ``advi_M1``) whose posterior mean is drawn; its
+            first seed is used.
+        site: the latent site, (I, K).
+        image_shape: (rows, columns), rows * columns = I (Frey faces: 28 x 20 = 560).
+    """
+
+    figure: str = MISSING
+    title: str = MISSING
+    claim: str = MISSING
+    method: str = "advi_M1"
+    site: str = "beta"
+    image_shape: list[int] = field(default_factory=lambda: [28, 20])
+
+    def __post_init__(self) -> None:
+        _check(self, "image_shape", lambda v: len(v) == 2 and min(v) >= 1,
+               "two positive integers (rows, columns)")
+
+
+@dataclass
 class ExperimentConfig:
     """One paper experiment (``conf/experiment/*.yaml``).
 
     Attributes:
         name: the experiment id, the folder under ``results/runs``.
         model: the model module, ``models.get(model)``.
+        model_args: the model's keyword hyperparameters, bound to it for every method (e.g.
+            ``{K: 10}``); empty: the model's defaults.
         figure: file stem of its figure under ``results/figures`` (e.g. ``fig4a_linreg_ard``).
         title: the figure's title (the paper's panel caption).
         claim: the paper's claim, quoted in the report's caption.
         data: where the data come from.
         methods: the methods compared, each a list of Hydra overrides
-            (e.g. ``[method=advi, method.grad_samples=10]``).
-        reference_method: the method id whose final accuracy the others are timed against.
+            (e.g. ``[method=advi, method.grad_samples=10]``); an override may sweep
+            (``method.minibatch_size=50,100``), giving one method per value.
+        reference_method: the method id whose final accuracy the others are timed against
+            (e.g. ``nuts``, or the largest minibatch, ``advi_M1_B1000``); None: none.
+        factors: a figure of the fitted factors (Figures 5c, 5d), or None.
         scales: per scale name, the budget and data sizes.
     """
 
     name: str = MISSING
     model: str = MISSING
+    model_args: dict[str, Any] = field(default_factory=dict)
     figure: str = MISSING
     title: str = MISSING
     claim: str = MISSING
     data: DataConfig = field(default_factory=DataConfig)
     methods: list[list[str]] = field(default_factory=list)
-    reference_method: str = "nuts"
+    reference_method: str | None = "nuts"
+    factors: FactorsConfig | None = None
     scales: dict[str, ExperimentScale] = field(default_factory=dict)
 
 
@@ -294,6 +357,7 @@ class Config:
         mirror_dir: folder with local copies of the real data sets; null uses
             ``<repo>/../shared/data`` when it exists, else the upstream URLs
             (``datasets.fetch``).
+        data: run-wide data options (``data.image_dir``: real images for E5 and E6).
     """
 
     experiment: ExperimentConfig = MISSING
@@ -303,6 +367,7 @@ class Config:
     budget_s: float = MISSING
     results_dir: str = "results"
     mirror_dir: str | None = None
+    data: DataOptions = field(default_factory=DataOptions)
 
     def __post_init__(self) -> None:
         _check(self, "budget_s", _positive, "a positive number of seconds")

@@ -1,33 +1,85 @@
-"""An experiment's data: simulated from a seed or fetched (sha256-checked), then split.
+"""An experiment's data: simulated from a seed, fetched (sha256-checked) or computed from
+images, then split.
 
 The workflow makes the data in their own rules (``rules/data.smk``) with these functions;
 ``scripts/fit.py`` calls :func:`prepare_data` too, which finds them made and only returns
 their path, so a run started by hand makes what it lacks.
+
+Sources (``experiment.data.source``):
+
+- ``simulate``: ``datasets.simulate.<name>(seed, **simulate)`` saved as an .npz;
+- ``fetch``: the checked files of a real data set, in a folder (``data.file`` names the one
+  the model reads, if it reads one file);
+- ``imageclef``: the (N, 576) float32 colour histograms of E5 and E6 as an .npy, the rows
+  before the last ``n_heldout`` for training. By default a simulated stand-in,
+  ``datasets.simulate.<name>(seed, **simulate, out_path=...)`` (PAPER.md: the imageCLEF
+  features are not redistributable); with ``data.image_dir`` the RGB histograms of the
+  images in that folder (``datasets.images``), standardised with the mean and sd of the
+  training rows. Both E5 and E6 read the same file (``np.load(mmap_mode="r")`` in
+  ``models.gmm.load``), which is never copied per run.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import datasets.fetch
+import datasets.images
 import datasets.simulate
 import models
 
 from .config import Config
 from .files import atomic_open
-from .paths import fetched_data_dir, simulated_data_path
+from .paths import fetched_data_dir, imageclef_data_path, simulated_data_path
+
+
+def heldout_rows(run: Config) -> int:
+    """n_heldout of an ``imageclef`` experiment at the run's scale (its ``load`` sizes).
+
+    Raises:
+        KeyError: the experiment's ``load`` sizes lack ``n_heldout``.
+    """
+    load = run.experiment_scale().load
+    if "n_heldout" not in load:
+        raise KeyError(f"experiment {run.experiment.name!r}: scales.{run.scale.name}.load "
+                       f"needs n_heldout for data.source=imageclef, got {dict(load)}")
+    return int(load["n_heldout"])
 
 
 def data_path(run: Config) -> Path:
-    """The file (simulated) or folder (fetched) that the model's ``load`` reads."""
+    """The file (simulated, imageclef) or folder (fetched) that the data rules make."""
     data = run.experiment.data
     if data.source == "simulate":
         return simulated_data_path(run.results_dir, data.name, data.seed,
                                    run.experiment_scale().simulate)
+    if data.source == "imageclef":
+        return imageclef_data_path(
+            run.results_dir, simulator=data.name, seed=data.seed,
+            kwargs=run.experiment_scale().simulate, image_dir=run.data.image_dir,
+            num_heldout=heldout_rows(run),
+        )
     return fetched_data_dir(run.results_dir, data.name)
+
+
+def describe_data(run: Config) -> str:
+    """One sentence on where the run's data come from, for the report's captions."""
+    data = run.experiment.data
+    if data.source == "imageclef":
+        if run.data.image_dir is not None:
+            return (f"Data: real images, the standardised 576-dimensional RGB histograms of "
+                    f"the images in {run.data.image_dir} (data.image_dir).")
+        sizes = ", ".join(f"{k} = {v}" for k, v in sorted(run.experiment_scale().simulate.items()))
+        return (f"Data: a simulated stand-in for the imageCLEF colour histograms "
+                f"(datasets.simulate.{data.name}, seed {data.seed}, {sizes}), since the "
+                f"paper's features are not redistributable; data.image_dir=... runs the same "
+                f"experiment on real images.")
+    if data.source == "simulate":
+        return f"Data: simulated (datasets.simulate.{data.name}, seed {data.seed})."
+    return f"Data: {data.name} (fetched, sha256-checked)."
 
 
 def simulate(name: str, seed: int, kwargs: dict[str, Any], path: Path) -> Path:
@@ -35,6 +87,46 @@ def simulate(name: str, seed: int, kwargs: dict[str, Any], path: Path) -> Path:
     arrays = getattr(datasets.simulate, name)(seed, **kwargs)
     with atomic_open(path, "wb") as f:
         np.savez(f, **arrays)
+    return path
+
+
+def imageclef_features(
+    path: str | os.PathLike,
+    *,
+    simulator: str,
+    seed: int,
+    kwargs: dict[str, Any],
+    image_dir: str | os.PathLike | None,
+    num_heldout: int,
+) -> Path:
+    """Writes the E5/E6 histograms to ``path`` (.npy, (N, D) float32), atomically.
+
+    Args:
+        path: the .npy file.
+        simulator: ``datasets.simulate.<simulator>(seed, **kwargs, out_path=path)`` makes
+            the stand-in when ``image_dir`` is None.
+        seed: the simulation's seed.
+        kwargs: the simulator's sizes (num_train, num_heldout, dim, ...).
+        image_dir: a folder of images, or None for the stand-in.
+        num_heldout: with images: the last ``num_heldout`` images are held out, and the mean
+            and sd that standardise every row are those of the images before them.
+
+    Raises:
+        ValueError: the folder holds no image, or too few to leave two training rows.
+    """
+    path = Path(path)
+    if image_dir is None:
+        return Path(getattr(datasets.simulate, simulator)(seed, **kwargs, out_path=path))
+    features = datasets.images.rgb_histograms(image_dir)
+    num_train = features.shape[0] - num_heldout
+    if num_train < 2:
+        raise ValueError(
+            f"data.image_dir={image_dir} holds {features.shape[0]} images: need at least "
+            f"n_heldout + 2 = {num_heldout + 2} (set experiment.scales.<scale>.load.n_heldout)"
+        )
+    standardised = datasets.images.standardise(features, num_train=num_train)
+    with atomic_open(path, "wb") as f:
+        np.save(f, standardised)
     return path
 
 
@@ -52,17 +144,26 @@ def fetch(name: str, folder: Path, mirror_dir: str | None) -> Path:
 
 
 def prepare_data(run: Config) -> Path:
-    """The data path of ``run``, simulating or fetching it first if it is not there."""
+    """The data path of ``run``, simulating, fetching or computing it first if it is not
+    there."""
     path = data_path(run)
     data = run.experiment.data
     if data.source == "fetch":
         return fetch(data.name, path, run.mirror_dir)  # keeps the files already checked
     if path.exists():
         return path
+    if data.source == "imageclef":
+        return imageclef_features(
+            path, simulator=data.name, seed=data.seed, kwargs=run.experiment_scale().simulate,
+            image_dir=run.data.image_dir, num_heldout=heldout_rows(run),
+        )
     return simulate(data.name, data.seed, run.experiment_scale().simulate, path)
 
 
 def load_problem(run: Config, path: Path) -> models.Problem:
-    """The train/held-out split of the data at ``path``, by the experiment's model."""
+    """The train/held-out split of the data at ``path`` (``path / data.file`` when the
+    experiment names a file of a fetched data set), by the experiment's model."""
     module = models.get(run.experiment.model)
+    if run.experiment.data.file is not None:
+        path = path / run.experiment.data.file
     return module.load(path, seed=run.experiment.data.seed, **run.experiment_scale().load)

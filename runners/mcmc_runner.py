@@ -1,9 +1,17 @@
 """NUTS and static HMC under the timing protocol, run in jitted chunks.
 
 NumPyro's functional API (``initialize_model`` and ``numpyro.infer.hmc.hmc``) gives the
-kernel; a ``lax.scan`` over ``checkpoint_every`` transitions is compiled ahead of time (its
-compile seconds are reported apart) and run with the clock on. Between chunks the clock
+kernel; a loop of up to ``checkpoint_every`` transitions is compiled once, ahead of time
+(its compile seconds are reported apart), and run with the clock on. Between chunks the clock
 stops, the chunk's draws are scored on the held-out data and a trace row is written.
+
+Budget: a run stops at the first checkpoint at or past ``budget_s``. Static HMC needs more
+care: a transition takes ceil(trajectory_length / step_size) leapfrog steps, unbounded when
+warmup shrinks the step size (as on the factorisation and mixture models, where one
+transition can take hours), so the compiled loop stops before any transition whose
+leapfrog steps, known from the state before it runs, would take the run past its budget at
+the measured seconds per step; the run then ends there (``stop_reason`` in ``info.json``).
+NUTS's transitions are bounded by its tree depth (at most 2^depth - 1 steps).
 
 Held-out score at a checkpoint (*choice*, documented in the report):
 - sampling phase: all post-warmup draws so far, a running log-mean-exp per held-out point
@@ -20,11 +28,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from numpyro.infer.hmc import hmc
 from numpyro.infer.util import initialize_model
 
 from .config import McmcConfig, NutsConfig
+from .posterior import PosteriorMean
 from .scoring import LogLikelihood, RunningLogMeanExp, score_draws
 from .stopwatch import Stopwatch
 from .trace import TraceWriter
@@ -42,6 +52,70 @@ def chunk_plan(num_warmup: int, num_samples: int, every: int) -> Iterator[tuple[
             yield phase, min(every, total - start)
 
 
+def seconds_per_gradient(potential_fn: Callable[[Any], Any], z: Any, *, steps: int = 20
+                         ) -> float:
+    """Seconds per gradient of ``potential_fn`` near ``z``, timed over ``steps`` gradients
+    chained in one compiled loop (as leapfrog steps are, without per-call overhead): the
+    first estimate of a leapfrog step's cost, refined by the chunks' own timings."""
+
+    def descend(z: Any) -> Any:
+        def body(_: Any, z: Any) -> Any:
+            grad = jax.grad(potential_fn)(z)
+            return jax.tree.map(lambda x, g: x - 1e-12 * g, z, grad)
+
+        return jax.lax.fori_loop(0, steps, body, z)
+
+    compiled = jax.jit(descend).lower(z).compile()
+    jax.block_until_ready(compiled(z))
+    start = time.perf_counter()
+    jax.block_until_ready(compiled(z))
+    return (time.perf_counter() - start) / steps
+
+
+def _next_num_steps(state: Any) -> Any:
+    """Leapfrog steps of static HMC's next transition, ceil(trajectory_length / step_size),
+    as float32 (NumPyro's own count is int32, which overflows for collapsed step sizes)."""
+    return jnp.ceil(state.trajectory_length / state.adapt_state.step_size)
+
+
+def _make_chunk(sample_kernel: Callable[[Any], Any], *, capacity: int, limited: bool
+                ) -> Callable[..., Any]:
+    """``run_chunk(state, length, step_limit) -> (state, count, records)``.
+
+    Runs up to ``length`` <= ``capacity`` transitions (``length`` is a run-time argument,
+    so one compilation serves every chunk); with ``limited`` (static HMC) it stops before a
+    transition whose leapfrog steps (:func:`_next_num_steps`) would take the chunk's total
+    past ``step_limit`` (float; ``inf``: no limit). ``records`` are ``(z, diverging,
+    accept_prob, num_steps)`` with leading axis ``capacity``, the first ``count`` filled.
+    """
+
+    def run_chunk(state: Any, length: Any, step_limit: Any) -> tuple[Any, Any, Any]:
+        def record(state: Any) -> tuple[Any, ...]:
+            return (state.z, state.diverging, state.accept_prob,
+                    state.num_steps.astype(jnp.float32))
+
+        records = jax.tree.map(
+            lambda x: jnp.zeros((capacity, *jnp.shape(x)), jnp.result_type(x)), record(state))
+
+        def more(carry: tuple[Any, ...]) -> Any:
+            count, steps, state, _ = carry
+            if not limited:
+                return count < length
+            return (count < length) & (steps + _next_num_steps(state) <= step_limit)
+
+        def transition(carry: tuple[Any, ...]) -> tuple[Any, ...]:
+            count, steps, state, records = carry
+            state = sample_kernel(state)
+            records = jax.tree.map(lambda r, v: r.at[count].set(v), records, record(state))
+            return count + 1, steps + state.num_steps.astype(jnp.float32), state, records
+
+        start = (jnp.zeros((), jnp.int32), jnp.zeros((), jnp.float32), state, records)
+        count, _, state, records = jax.lax.while_loop(more, transition, start)
+        return state, count, records
+
+    return run_chunk
+
+
 def run_mcmc(
     model: Callable[..., None],
     train: dict[str, Any],
@@ -51,6 +125,7 @@ def run_mcmc(
     budget_s: float,
     log_likelihood: LogLikelihood,
     trace: TraceWriter,
+    posterior_mean: PosteriorMean | None = None,
 ) -> dict[str, Any]:
     """Runs one chain of NUTS (``NutsConfig``) or static HMC (``HmcConfig``) in chunks.
 
@@ -58,13 +133,18 @@ def run_mcmc(
         model: the NumPyro model; ``train`` its keyword data.
         method: the sampler's settings.
         rng_key: split into the initialisation key and the chain's key.
-        budget_s: stop at the first checkpoint at or past this many sampling seconds.
+        budget_s: stop at the first checkpoint at or past this many sampling seconds (HMC:
+            also before a transition that would run past it, see the module's docstring).
         log_likelihood: draws -> held-out log-likelihoods (S, N).
         trace: where checkpoint rows go (``phase, accept_prob, divergences, step_size``).
+            If HMC cannot make a single transition within the budget, the only row is
+            iteration 0, the initial point scored as one draw.
+        posterior_mean: if given, rewritten at every checkpoint with the mean of the draws
+            that the checkpoint scored (all post-warmup draws so far, or the warmup chunk's).
 
     Returns:
         The run's facts for ``info.json``: iterations, divergences and acceptance rate after
-        warmup, final step size, compile seconds.
+        warmup, final step size, compile seconds, why it stopped early (``stop_reason``).
     """
     setup_start = time.perf_counter()
     init_key, chain_key = jax.random.split(rng_key)
@@ -86,37 +166,61 @@ def run_mcmc(
         rng_key=chain_key,
         **algo_kwargs,
     )
-
-    def run_chunk(state: Any, length: int) -> tuple[Any, tuple[Any, ...]]:
-        def transition(state: Any, _: None) -> tuple[Any, tuple[Any, ...]]:
-            state = sample_kernel(state)
-            return state, (state.z, state.diverging, state.accept_prob, state.num_steps)
-
-        return jax.lax.scan(transition, state, None, length=length)
-
+    run_chunk = jax.jit(
+        _make_chunk(sample_kernel, capacity=method.checkpoint_every, limited=not is_nuts))
+    step_s = None if is_nuts else seconds_per_gradient(model_info.potential_fn, state.z)
+    chunk = run_chunk.lower(state, np.int32(0), np.float32(0)).compile()
     jax.block_until_ready(state)
     compile_s = time.perf_counter() - setup_start
-    compiled: dict[int, Any] = {}
     constrain = jax.jit(jax.vmap(model_info.postprocess_fn))
     clock = Stopwatch()
     posterior = RunningLogMeanExp()
     num_post = divergences = 0
-    accept_sum = steps_sum = 0.0
-    stopped_by_budget = False
+    accept_sum = steps_sum = all_steps = 0.0
+    stop_reason = None
     total = method.num_warmup + method.num_samples
+    name = "nuts" if is_nuts else "hmc"
     for phase, length in chunk_plan(method.num_warmup, method.num_samples,
                                     method.checkpoint_every):
-        if length not in compiled:
-            start = time.perf_counter()
-            compiled[length] = jax.jit(run_chunk, static_argnums=1).lower(state, length).compile()
-            compile_s += time.perf_counter() - start
-        with clock.running():
-            state, (zs, diverging, accept_prob, num_steps) = compiled[length](state)
-            jax.block_until_ready(state)
+        pieces, done = [], 0
+        while done < length and stop_reason is None:  # one call, unless HMC is cut short
+            remaining_s = max(budget_s - clock.elapsed_s, 0.0)
+            step_limit = np.inf if step_s is None else remaining_s / step_s
+            with clock.running():
+                state, count, records = chunk(state, np.int32(length - done),
+                                              np.float32(step_limit))
+                jax.block_until_ready(state)
+            count = int(count)
+            pieces.append(jax.tree.map(lambda r, n=count: np.asarray(r)[:n], records))
+            done += count
+            if step_s is not None:
+                all_steps += float(np.sum(pieces[-1][3]))
+                step_s = clock.elapsed_s / all_steps if all_steps else step_s
+            if done < length:
+                needed = float(_next_num_steps(state))
+                remaining_s = max(budget_s - clock.elapsed_s, 0.0)
+                if count == 0 or needed * step_s > remaining_s:
+                    stop_reason = (
+                        f"the next HMC transition needed {needed:.3g} leapfrog steps (step "
+                        f"size {float(state.adapt_state.step_size):.3g}), about "
+                        f"{needed * step_s:.3g} s, past the budget of {budget_s:g} s")
+        zs, diverging, accept_prob, num_steps = jax.tree.map(
+            lambda *parts: np.concatenate(parts), *pieces)
+        if done == 0:
+            if trace.rows:
+                break
+            zs = jax.tree.map(lambda x: np.asarray(x)[None], state.z)  # the initial point
+            accept_prob = np.zeros(1)
         scores = posterior if phase == "sampling" else RunningLogMeanExp()
-        score_draws(log_likelihood, constrain(zs), scores)
+        draws = constrain(zs)
+        score_draws(log_likelihood, draws, scores)
+        if posterior_mean is not None:
+            if phase == "warmup" or num_post == 0:
+                posterior_mean.reset()
+            posterior_mean.update(draws)
+            posterior_mean.write(iteration=int(state.i), phase=phase)
         if phase == "sampling":
-            num_post += length
+            num_post += done
             divergences += int(np.sum(diverging))
             accept_sum += float(np.sum(accept_prob))
             steps_sum += float(np.sum(num_steps))
@@ -134,12 +238,13 @@ def run_mcmc(
         logger.info(
             "%s iteration %d/%d (%s): accept %.3f, step size %.3g, divergences %d, "
             "heldout_lpd %.4f, %.2f s",
-            "nuts" if is_nuts else "hmc", int(state.i), total, phase, float(np.mean(accept_prob)),
-            step_size, divergences, scores.lpd(), clock.elapsed_s,
+            name, int(state.i), total, phase, float(np.mean(accept_prob)), step_size,
+            divergences, scores.lpd(), clock.elapsed_s,
         )
-        if clock.elapsed_s >= budget_s and int(state.i) < total:
-            stopped_by_budget = True
-            logger.info("budget of %.1f s reached; stopping", budget_s)
+        if stop_reason is None and clock.elapsed_s >= budget_s and int(state.i) < total:
+            stop_reason = f"the budget of {budget_s:g} s was reached"
+        if stop_reason is not None:
+            logger.info("%s: stopping after %d iterations (%s)", name, int(state.i), stop_reason)
             break
     return {
         "iterations": int(state.i),
@@ -147,7 +252,8 @@ def run_mcmc(
         "num_samples_done": num_post,
         "wall_s": clock.elapsed_s,
         "compile_s": compile_s,
-        "stopped_by_budget": stopped_by_budget,
+        "stopped_by_budget": stop_reason is not None,
+        "stop_reason": stop_reason,
         "divergences": divergences,
         "accept_rate": accept_sum / num_post if num_post else None,
         "mean_num_steps": steps_sum / num_post if num_post else None,

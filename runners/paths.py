@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -40,3 +43,35 @@ def simulated_data_path(
 def fetched_data_dir(results_dir: str | Path, name: str) -> Path:
     """``<results_dir>/data/fetched/<name>``: the checked copy of a real data set."""
     return Path(results_dir) / "data" / "fetched" / name
+
+
+def imageclef_data_dir(results_dir: str | Path) -> Path:
+    """``<results_dir>/data/imageclef``: the colour histograms of E5 and E6 (.npy)."""
+    return Path(results_dir) / "data" / "imageclef"
+
+
+def imageclef_data_path(
+    results_dir: str | Path,
+    *,
+    simulator: str,
+    seed: int,
+    kwargs: dict[str, Any],
+    image_dir: str | os.PathLike | None,
+    num_heldout: int,
+) -> Path:
+    """The .npy of the E5/E6 histograms, one file per data set, shared by the experiments.
+
+    - simulated stand-in: ``<simulator>_seed<k>_<key><value>....npy`` (sizes in the name,
+      as :func:`simulated_data_path`);
+    - real images: ``images_<folder name>_<hash>_heldout<n>.npy``, where the hash is of the
+      folder's absolute path and n is the number of held-out rows, whose exclusion from the
+      standardisation statistics makes the file depend on it.
+    """
+    folder = imageclef_data_dir(results_dir)
+    if image_dir is None:
+        sizes = "".join(f"_{key}{kwargs[key]}" for key in sorted(kwargs))
+        return folder / f"{simulator}_seed{seed}{sizes}.npy"
+    absolute = Path(image_dir).expanduser().resolve()
+    digest = hashlib.sha256(str(absolute).encode()).hexdigest()[:10]
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", absolute.name) or "root"
+    return folder / f"images_{name}_{digest}_heldout{num_heldout}.npy"

@@ -1,7 +1,8 @@
-"""One run end to end: data -> model -> runner -> trace.csv and info.json."""
+"""One run end to end: data -> model -> runner -> trace.csv, posterior_mean.npz, info.json."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ from .data import load_problem, prepare_data
 from .files import write_json
 from .mcmc_runner import run_mcmc
 from .paths import run_dir
+from .posterior import PosteriorMean
 from .provenance import environment
 from .scoring import make_log_likelihood
 from .trace import TraceWriter
@@ -25,7 +27,8 @@ logger = logging.getLogger(__name__)
 
 
 def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
-    """Runs ``run`` and writes its trace.csv (per checkpoint) and info.json (at the end).
+    """Runs ``run`` and writes its trace.csv and posterior_mean.npz (per checkpoint, see
+    :mod:`runners.posterior`) and info.json (at the end).
 
     Args:
         run: the checked config (:func:`runners.config.to_run`).
@@ -47,14 +50,16 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
                   "label": run.method.label(), "seed": run.seed},
     )
     runner = run_advi if isinstance(run.method, AdviConfig) else run_mcmc
+    model = functools.partial(module.model, **run.experiment.model_args)
     facts = runner(
-        module.model,
+        model,
         problem.train,
         run.method,
         rng_key=jax.random.PRNGKey(run.seed),
         budget_s=run.budget_s,
         log_likelihood=make_log_likelihood(module, problem.heldout),
         trace=trace,
+        posterior_mean=PosteriorMean(out / "posterior_mean.npz"),
     )
     final = trace.last or {}
     info = {
@@ -68,7 +73,8 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
         "final_heldout_lpd": final.get("heldout_lpd"),
         "checkpoints": len(trace.rows),
         "total_s": time.perf_counter() - start,
-        "data": {"path": str(path), **problem.meta},
+        "model_args": dict(run.experiment.model_args),
+        "data": {"path": str(path), "image_dir": run.data.image_dir, **problem.meta},
         "config": resolved_config,
         "environment": environment(),
     }

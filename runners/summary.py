@@ -67,7 +67,7 @@ def seconds_to_reach(curve: pd.DataFrame, target: float) -> float:
 def summary_table(
     traces: pd.DataFrame,
     *,
-    reference: str,
+    reference: str | None,
     tolerance: float = 0.01,
     preferred: Sequence[str] = (),
 ) -> pd.DataFrame:
@@ -75,7 +75,9 @@ def summary_table(
 
     Args:
         traces: stacked traces (:func:`read_traces`).
-        reference: the method whose final heldout_lpd (mean over seeds) is the target.
+        reference: the method whose final heldout_lpd (mean over seeds) is the target
+            (e.g. NUTS, or the largest minibatch of stochastic ADVI); None: no target, and
+            no ``seconds_to_...`` column.
         tolerance: relative distance counted as close: the target is
             ref - tolerance * |ref|.
         preferred: method order of the rows (:func:`method_order`).
@@ -84,24 +86,33 @@ def summary_table(
         One row per method: ``method, label, runs, final_heldout_lpd`` (mean over seeds),
         ``final_heldout_lpd_sd`` (NaN with one seed), ``final_wall_s`` (mean), and
         ``seconds_to_<tolerance>pct_of_<reference>`` on the mean curve (NaN: never reached,
-        or no reference run).
+        or no reference run; absent when ``reference`` is None).
     """
     finals = final_rows(traces)
     curves = mean_curves(traces)
-    ref_value = finals.loc[finals["method"] == reference, "heldout_lpd"].mean()
-    target = ref_value - tolerance * abs(ref_value)
-    reach_column = f"seconds_to_{tolerance * 100:g}pct_of_{reference}"
+    target = np.nan
+    if reference is not None:
+        ref_value = finals.loc[finals["method"] == reference, "heldout_lpd"].mean()
+        target = ref_value - tolerance * abs(ref_value)
     rows = []
     for method in method_order(traces, preferred):
         final = finals[finals["method"] == method]
         curve = curves[curves["method"] == method]
-        rows.append({
+        row = {
             "method": method,
             "label": final["label"].iloc[0],
             "runs": len(final),
             "final_heldout_lpd": final["heldout_lpd"].mean(),
             "final_heldout_lpd_sd": final["heldout_lpd"].std() if len(final) > 1 else np.nan,
             "final_wall_s": final["wall_s"].mean(),
-            reach_column: seconds_to_reach(curve, target) if np.isfinite(target) else np.nan,
-        })
+        }
+        if reference is not None:
+            row[reach_column(reference, tolerance)] = (
+                seconds_to_reach(curve, target) if np.isfinite(target) else np.nan)
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def reach_column(reference: str, tolerance: float) -> str:
+    """The summary's column ``seconds_to_<tolerance in %>pct_of_<reference>``."""
+    return f"seconds_to_{tolerance * 100:g}pct_of_{reference}"

@@ -3,30 +3,35 @@
 Hydra is the single source of truth for what a run is; Snakemake's config names only the
 experiments, the seeds, the scale and a list of Hydra overrides. For each experiment, the
 runs are its ``methods`` (each a list of overrides) times the expanded overrides times the
-seeds. Overrides may sweep (``method.grad_samples=1,10``) exactly as ``fit.py -m`` does, and
-an override that picks the method group (``method=advi``) replaces the experiment's list of
-methods. Every composed config is checked (:func:`runners.config.to_run`) here, so a bad
-value fails when the workflow starts, before any job runs.
+seeds. Overrides may sweep (``method.grad_samples=1,10``) exactly as ``fit.py -m`` does, both
+in the workflow's overrides and in an experiment's method lists (E6:
+``method.minibatch_size=50,100,500,1000``), and an override that picks the method group
+(``method=advi``) replaces the experiment's list of methods. Every composed config is
+checked (:func:`runners.config.to_run`) here, so a bad value fails when the workflow starts,
+before any job runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from hydra import compose, initialize_config_dir
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from .config import Config, register, to_run
-from .data import data_path
+from .config import AdviConfig, Config, register, to_run
+from .data import data_path, describe_data, heldout_rows
 from .paths import REPO_ROOT, experiment_runs_dir, run_dir
 
 CONF_DIR = REPO_ROOT / "conf"
 
 
 class DataJob(NamedTuple):
-    """Data one or more runs read: simulated (``kwargs`` of the simulator) or fetched."""
+    """Data one or more runs read: simulated (``kwargs`` of the simulator), fetched, or the
+    E5/E6 histograms (``source`` imageclef: simulated, or of the images in ``image_dir``,
+    with ``num_heldout`` rows held out of the standardisation)."""
 
     path: str
     source: str
@@ -34,6 +39,8 @@ class DataJob(NamedTuple):
     seed: int
     kwargs: dict[str, Any]
     mirror_dir: str | None
+    image_dir: str | None = None
+    num_heldout: int | None = None
 
 
 class RunJob(NamedTuple):
@@ -47,16 +54,40 @@ class RunJob(NamedTuple):
     trace: str
 
 
+class FactorsPlan(NamedTuple):
+    """A figure of fitted factors (:class:`runners.config.FactorsConfig`) and the run it
+    draws: ``posterior_mean`` is that run's ``posterior_mean.npz``."""
+
+    figure: str
+    title: str
+    claim: str
+    method: str
+    label: str
+    seed: int
+    site: str
+    image_shape: tuple[int, int]
+    posterior_mean: str
+
+
 class ExperimentPlan(NamedTuple):
-    """An experiment's runs and what its figure and caption need."""
+    """An experiment's runs and what its figures and captions need.
+
+    ``data_description`` says where the data come from (simulated stand-in or real images
+    for E5 and E6); ``checkpoints`` how each method is scored (S draws, checkpoint spacing)
+    and when ADVI stops;
+    ``factors`` is None without a factors figure or when its run is not planned.
+    """
 
     name: str
     figure: str
     title: str
     claim: str
-    reference_method: str
+    reference_method: str | None
     runs_dir: str
     runs: tuple[RunJob, ...]
+    data_description: str = ""
+    checkpoints: str = ""
+    factors: FactorsPlan | None = None
 
     @property
     def methods(self) -> list[str]:
@@ -90,6 +121,7 @@ def _picks_method(overrides: Sequence[str]) -> bool:
 
 def _data_job(run: Config) -> DataJob:
     data = run.experiment.data
+    images = data.source == "imageclef"
     return DataJob(
         path=str(data_path(run)),
         source=data.source,
@@ -97,6 +129,37 @@ def _data_job(run: Config) -> DataJob:
         seed=data.seed,
         kwargs=dict(run.experiment_scale().simulate),
         mirror_dir=run.mirror_dir,
+        image_dir=run.data.image_dir if images else None,
+        num_heldout=heldout_rows(run) if images else None,
+    )
+
+
+def _checkpoint_setting(run: Config) -> str:
+    """How a method is scored and when ADVI stops, e.g. ``S = 1000 draws from q every 100
+    iterations, until the relative ELBO change is below 0.01 or 10000 iterations``."""
+    method = run.method
+    if isinstance(method, AdviConfig):
+        return (f"S = {method.eval_draws} draws from q every {method.checkpoint_every} "
+                f"iterations, until the relative ELBO change is below {method.tol_rel_obj:g} "
+                f"or {method.max_iter} iterations")
+    return f"every {method.checkpoint_every} transitions"
+
+
+def _factors_plan(first: Config, runs: dict[str, RunJob], labels: dict[str, str]
+                  ) -> FactorsPlan | None:
+    factors = first.experiment.factors
+    if factors is None:
+        return None
+    chosen = [run for run in runs.values() if run.method == factors.method]
+    if not chosen:
+        return None
+    run = min(chosen, key=lambda r: r.seed)
+    rows, columns = factors.image_shape
+    return FactorsPlan(
+        figure=factors.figure, title=factors.title, claim=factors.claim,
+        method=factors.method, label=labels[factors.method], seed=run.seed, site=factors.site,
+        image_shape=(int(rows), int(columns)),
+        posterior_mean=str(Path(run.trace).with_name("posterior_mean.npz")),
     )
 
 
@@ -106,17 +169,23 @@ def _experiment_plan(
     base = [f"experiment={experiment}", f"scale={scale}"]
     runs: dict[str, RunJob] = {}
     data: list[DataJob] = []
+    settings: dict[str, list[str]] = {}
+    labels: dict[str, str] = {}
     first: Config | None = None
     for extra in expand_sweeps(overrides):
         if _picks_method(extra):
             method_lists: list[list[str]] = [[]]
         else:
-            method_lists = to_run(compose("config", base + extra)).experiment.methods
+            listed = to_run(compose("config", base + extra)).experiment.methods
+            method_lists = [one for method in listed for one in expand_sweeps(method)]
         for method in method_lists:
             choice = [*base, *method, *extra]
             run = to_run(compose("config", choice))
             first = first or run
             data.append(_data_job(run))
+            if run.method.run_name() not in labels:
+                settings.setdefault(_checkpoint_setting(run), []).append(run.method.label())
+            labels[run.method.run_name()] = run.method.label()
             for seed in seeds:
                 out = run_dir(run.results_dir, run.experiment.name, run.method.run_name(), seed)
                 if str(out) in runs:
@@ -143,6 +212,10 @@ def _experiment_plan(
         reference_method=first.experiment.reference_method,
         runs_dir=str(experiment_runs_dir(first.results_dir, first.experiment.name)),
         runs=tuple(runs.values()),
+        data_description=describe_data(first),
+        checkpoints="; ".join(f"{', '.join(methods)}: {setting}"
+                              for setting, methods in settings.items()) + ".",
+        factors=_factors_plan(first, runs, labels),
     )
     return plan, data, first.results_dir
 

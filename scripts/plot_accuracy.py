@@ -1,8 +1,11 @@
-"""Snakemake script: held-out accuracy against seconds, one line per method (Figures 4a, 4b).
+"""Snakemake script: held-out accuracy against seconds, one line per method (Figures 1a,
+1b, 4a, 4b, 5a, 5b).
 
 Reads every trace present under the experiment's runs folder; each method's line is the
 mean over seeds at each checkpoint, with the range over seeds shaded when there are
-several. Axes as the paper: seconds on a log scale, average log predictive on y.
+several. Axes as the paper: seconds on a log scale, average log predictive on y. A method
+with no checkpoint after 0 s (an HMC run that could not make one transition within its
+budget) appears in the legend only; a curve of one or two checkpoints gets markers.
 """
 
 import logging
@@ -38,7 +41,12 @@ def plot(traces: pd.DataFrame, *, title: str, methods: list[str]) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(4.8, 3.6), layout="constrained")
     for method in method_order(traces, methods):
         curve = curves[curves["method"] == method]
-        (line,) = ax.plot(curve["wall_s"], curve["heldout_lpd"], label=curve["label"].iloc[0])
+        if curve.empty:
+            label = traces.loc[traces["method"] == method, "label"].iloc[0]
+            ax.plot([], [], label=f"{label} (no checkpoint after 0 s)")
+            continue
+        (line,) = ax.plot(curve["wall_s"], curve["heldout_lpd"], label=curve["label"].iloc[0],
+                          marker="o" if len(curve) < 3 else None, markersize=4)
         if curve["runs"].max() > 1:
             ax.fill_between(curve["wall_s"], curve["lpd_min"], curve["lpd_max"],
                             color=line.get_color(), alpha=0.2, linewidth=0)

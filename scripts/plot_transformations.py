@@ -6,15 +6,12 @@ exponential prior, whose posterior is Gamma (conjugate), so every panel is exact
     Gaussian q; (c) the standardised space eta = (zeta - mu) / sigma against N(0, 1).
 Colours as the paper: posterior purple, approximation green.
 
-Run by Snakemake (reads ``snakemake.output``/``params``) or from the shell:
+Run by Snakemake (writes ``snakemake.output.png``, its ``.pdf`` and the fit table
+``snakemake.output.fit``, see ``runners.claims.transformation_table``) or from the shell:
 ``python scripts/plot_transformations.py results/figures/fig3_transformations.png``.
 """
 
-from __future__ import annotations
-
 import argparse
-import os
-import tempfile
 from pathlib import Path
 
 import jax
@@ -27,6 +24,8 @@ from scipy import special, stats  # noqa: E402
 
 import advi  # noqa: E402
 from models import poisson_exponential  # noqa: E402
+from runners.claims import transformation_table  # noqa: E402
+from runners.files import atomic_open  # noqa: E402
 
 PURPLE, GREEN = "#7b3294", "#1b9e77"
 
@@ -74,21 +73,17 @@ def render(out_png: Path, *, seed: int = 0, num_counts: int = 3) -> dict[str, fl
     fig.tight_layout()
     out_png.parent.mkdir(parents=True, exist_ok=True)
     for path in (out_png, out_png.with_suffix(".pdf")):
-        _atomic_savefig(fig, path)
+        with atomic_open(path, "wb") as f:
+            fig.savefig(f, format=path.suffix[1:])
     plt.close(fig)
     return {"mu": mu, "sigma": sigma, "a": a, "b": b}
 
 
-def _atomic_savefig(fig: plt.Figure, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=path.suffix)
-    os.close(fd)
-    fig.savefig(tmp)
-    os.replace(tmp, path)
-
-
 def main() -> None:
     if "snakemake" in globals():
-        render(Path(snakemake.output.png), seed=int(snakemake.params.seed))  # noqa: F821
+        fit = render(Path(snakemake.output.png), seed=int(snakemake.params.seed))  # noqa: F821
+        with atomic_open(snakemake.output.fit) as f:  # noqa: F821
+            transformation_table(fit).to_csv(f, index=False, float_format="%.6g")
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_png", type=Path)

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 
@@ -38,7 +39,7 @@ def test_every_experiment_composes_at_every_scale_with_each_of_its_methods(
 ):
     base = compose_run(f"experiment={experiment}", f"scale={scale}")
     names = []
-    for method in base.experiment.methods:
+    for method in (one for listed in base.experiment.methods for one in expand_sweeps(listed)):
         run = compose_run(f"experiment={experiment}", f"scale={scale}", *method)
         assert isinstance(run.method, AdviConfig | NutsConfig | HmcConfig)
         names.append(run.method.run_name())
@@ -135,3 +136,66 @@ def test_a_sweep_over_a_setting_the_name_does_not_record_is_refused():
     with pytest.raises(ValueError, match="would write"):
         plan_workflow(experiments=["linreg_ard"], scale="smoke", seeds=[0],
                       overrides=["method=advi", "method.tol_rel_obj=0.1,0.01"])
+
+
+def test_the_workflow_runs_every_experiment_by_default():
+    config = yaml.safe_load((REPO_ROOT / "conf" / "workflow.yaml").read_text())
+    assert config["experiments"] == ["linreg_ard", "election88", "gamma_poisson_nmf",
+                                     "dirichlet_exponential_nmf", "gmm", "gmm_minibatch"]
+    assert sorted(config["experiments"]) == EXPERIMENTS
+
+
+def test_a_sweep_in_an_experiments_method_list_gives_one_run_per_minibatch_size():
+    plan = plan_workflow(experiments=["gmm_minibatch"], scale="paper", seeds=[0],
+                         overrides=[])
+    (e6,) = plan.experiments
+    assert e6.methods == ["advi_M1_B50", "advi_M1_B100", "advi_M1_B500", "advi_M1_B1000"]
+    assert e6.reference_method == "advi_M1_B1000"
+    assert "S = 100 draws from q every 500 iterations" in e6.checkpoints
+    assert "simulated stand-in" in e6.data_description
+    (job,) = plan.data.values()
+    assert job.kwargs == {"num_train": 250_000, "num_heldout": 10_000} and job.image_dir is None
+
+
+def test_e5_and_e6_share_their_data_and_a_model_hyperparameter_differs(compose_run):
+    e5 = compose_run("experiment=gmm")
+    e6 = compose_run("experiment=gmm_minibatch")
+    assert (e5.experiment.model_args["K"], e6.experiment.model_args["K"]) == (10, 30)
+    assert e5.experiment_scale().simulate == e6.experiment_scale().simulate
+    assert (e5.experiment_scale().load["n_train"], e6.experiment_scale().load["n_train"]) == (
+        1000, 250_000)
+
+
+def test_the_factor_figures_draw_the_first_seed_of_advi_and_vanish_without_it():
+    plan = plan_workflow(experiments=["gamma_poisson_nmf", "dirichlet_exponential_nmf"],
+                         scale="paper", seeds=[2, 1], overrides=[])
+    e3, e4 = plan.experiments
+    assert (e3.factors.figure, e4.factors.figure) == ("fig5c_gamma_poisson_factors",
+                                                      "fig5d_dirichlet_exponential_factors")
+    assert e3.factors.posterior_mean == (
+        "results/runs/gamma_poisson_nmf/advi_M1/seed1/posterior_mean.npz")
+    assert e3.factors.image_shape == (28, 20) and e3.factors.label == "ADVI (M=1)"
+    assert {job.path for job in plan.data.values()} == {"results/data/fetched/frey_faces"}
+    only_nuts = plan_workflow(experiments=["gamma_poisson_nmf"], scale="paper", seeds=[0],
+                              overrides=["method=nuts"])
+    assert only_nuts.experiments[0].factors is None
+
+
+def test_image_dir_switches_the_mixture_experiments_to_real_images_only(tmp_path):
+    plan = plan_workflow(experiments=["linreg_ard", "gmm"], scale="smoke", seeds=[0],
+                         overrides=[f"data.image_dir={tmp_path}"])
+    linreg, e5 = plan.experiments
+    assert "real images" in e5.data_description and str(tmp_path) in e5.data_description
+    assert "simulated" in linreg.data_description
+    jobs = {job.source: job for job in plan.data.values()}
+    assert jobs["imageclef"].image_dir == str(tmp_path) and jobs["simulate"].image_dir is None
+    assert jobs["imageclef"].path.endswith("_heldout200.npy")
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("experiment.factors.image_shape=[28]", r"image_shape = \[28\]"),
+    ("experiment.data.source=images", r"source = 'images'"),
+])
+def test_bad_experiment_values_fail_naming_them(compose_run, override, message):
+    with pytest.raises(ValueError, match=message):
+        compose_run("experiment=gamma_poisson_nmf", override)

@@ -96,6 +96,25 @@ def test_mcmc_stops_at_the_first_checkpoint_past_its_budget(tmp_path):
     assert len(trace) == 1 and facts["stopped_by_budget"] and facts["iterations"] == 20
 
 
+def test_hmc_stops_before_a_transition_that_would_pass_its_budget(tmp_path):
+    # A trajectory of 20,000 (mu's posterior sd is 0.16): ~10^5 leapfrog steps per transition.
+    method = HmcConfig(num_warmup=40, num_samples=40, checkpoint_every=40,
+                       trajectory_length=20_000.0)
+    facts, trace = _run(run_mcmc, method, tmp_path, budget_s=0.3)
+    assert facts["stopped_by_budget"] and "leapfrog steps" in facts["stop_reason"]
+    assert 0 < facts["iterations"] < 40 and len(trace) == 1
+    assert facts["wall_s"] < 0.3 * 1.2  # it stopped before passing the budget, not after
+
+
+def test_hmc_that_cannot_make_one_transition_in_budget_scores_its_initial_point(tmp_path):
+    method = HmcConfig(num_warmup=10, num_samples=10, checkpoint_every=10,
+                       trajectory_length=1e7)
+    facts, trace = _run(run_mcmc, method, tmp_path, budget_s=0.01)
+    assert facts["iterations"] == 0 and facts["stopped_by_budget"]
+    assert list(trace["iteration"]) == [0] and list(trace["num_draws"]) == [1]
+    assert np.isfinite(trace["heldout_lpd"].iloc[0]) and trace["wall_s"].iloc[0] < 0.01
+
+
 def test_mcmc_clock_excludes_held_out_evaluation(tmp_path):
     facts, trace = _run(run_mcmc, NUTS, tmp_path, scorer=_slow(0.2))
     assert facts["wall_s"] < 0.2  # five evaluations slept for 1 s in all

@@ -65,3 +65,14 @@ def test_summary_without_the_reference_method_has_no_times(traces):
     table = summary_table(traces[traces["method"] != "nuts"], reference="nuts")
     assert table["seconds_to_1pct_of_nuts"].isna().all()
     assert list(table["method"]) == ["advi_M1", "hmc"]
+
+
+def test_a_summary_without_a_reference_has_no_reach_column(traces):
+    table = summary_table(traces, reference=None, preferred=["advi_M1", "nuts", "hmc"])
+    assert not [c for c in table.columns if c.startswith("seconds_to_")]
+    assert table.set_index("method").loc["nuts", "final_heldout_lpd"] == pytest.approx(-1.1)
+
+
+def test_a_reference_that_did_not_run_gives_no_times(traces):
+    table = summary_table(traces, reference="advi_M1_B1000")
+    assert table["seconds_to_1pct_of_advi_M1_B1000"].isna().all()

@@ -1,0 +1,98 @@
+# The report beyond the accuracy figures: Figure 3 (E0, the transformation), each model's
+# NumPyro source beside its figure (the paper's Figure 2 and appendix code), and the
+# reproduction table (claims.csv: each claim of the paper, what this run measured, whether
+# it held here; criteria in runners/claims.py).
+import importlib.util
+import shutil
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from models import MODEL_NAMES
+from runners.workflow import CONF_DIR
+
+FIG3 = f"{RESULTS}/figures/fig3_transformations"
+MODEL_PAGE = f"{RESULTS}/models/{{model}}.html"
+CLAIMS = f"{RESULTS}/claims.csv"
+# Plate diagrams need the graphviz package and Graphviz's dot program; without them the
+# model pages show the source only, and their caption says so.
+GRAPHVIZ = importlib.util.find_spec("graphviz") is not None and shutil.which("dot") is not None
+# Where the paper shows each model's (Stan) code.
+PAPER_CODE = {
+    "poisson_exponential": "Figure 2",
+    "linreg_ard": "Appendix F",
+    "election88": "Appendix G",
+    "gamma_poisson_nmf": "Appendix H",
+    "dirichlet_exponential_nmf": "Appendix I",
+    "gmm": "Appendix J",
+}
+# Model -> the figures that use it: Figure 3's, then the planned experiments' (their
+# `model` and `figure` in conf/experiment/<name>.yaml).
+MODEL_USES = {"poisson_exponential": ["fig3_transformations"]}
+for _name in config["experiments"]:
+    _experiment = OmegaConf.load(CONF_DIR / "experiment" / f"{_name}.yaml")
+    MODEL_USES.setdefault(_experiment.model, []).append(_experiment.figure)
+# The info.json of every planned run (beside its trace).
+RUN_INFOS = [str(Path(run.trace).with_name("info.json")) for run in PLAN.runs]
+# rule all: Figure 3, the pages of the models in use, and the reproduction table.
+REPORT_FILES = [f"{FIG3}.png", f"{FIG3}.pdf", CLAIMS, *expand(MODEL_PAGE, model=MODEL_USES)]
+
+
+rule fig3_transformations:
+    output:
+        png=report(
+            f"{FIG3}.png",
+            caption="../report/fig3_transformations.rst",
+            category="Transformation (Figure 3)",
+        ),
+        pdf=f"{FIG3}.pdf",
+        fit=f"{FIG3}_fit.csv",
+    log:
+        f"{RESULTS}/logs/fig3_transformations.log",
+    params:
+        seed=int(config["seeds"][0]),
+    script:
+        "../scripts/plot_transformations.py"
+
+
+rule model_source:
+    output:
+        report(
+            MODEL_PAGE,
+            caption="../report/models.rst",
+            category="Models",
+            labels={"model": "{model}"},
+        ),
+    log:
+        f"{RESULTS}/logs/model_source/{{model}}.log",
+    wildcard_constraints:
+        model="|".join(MODEL_NAMES),
+    params:
+        diagram=GRAPHVIZ,
+        paper_code=lambda wildcards: PAPER_CODE[wildcards.model],
+        figures=lambda wildcards: ", ".join(MODEL_USES.get(wildcards.model, [])),
+    script:
+        "../scripts/render_models.py"
+
+
+rule claims:
+    input:
+        summaries=summary_files(),
+        infos=RUN_INFOS,
+        transformation=f"{FIG3}_fit.csv",
+    output:
+        report(
+            CLAIMS,
+            caption="../report/claims.rst",
+            category="Reproduction of the paper's claims",
+        ),
+    log:
+        f"{RESULTS}/logs/claims.log",
+    params:
+        experiments={
+            name: {"summary": SUMMARY.format(experiment=name), "reference": e.reference_method}
+            for name, e in EXPERIMENTS.items()
+        },
+        tolerance=TOLERANCE,
+    script:
+        "../scripts/claims.py"

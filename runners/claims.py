@@ -1,0 +1,422 @@
+"""The reproduction table: for each claim of the paper (PAPER.md, E0 to E6), what this run
+measured and whether the claim held here.
+
+Pure functions over the per-experiment summary tables (:func:`runners.summary.summary_table`,
+as ``scripts/summarise.py`` writes them) and the Figure 3 fit; ``scripts/claims.py`` reads
+the files and writes ``claims.csv`` (and :func:`draw_figure3` makes Figure 3 and its fit
+table for the workflow). Each claim is judged by a stated criterion
+(:data:`CLAIMS`), so that "held" means the same thing in every run:
+
+- E0: the fitted q is the KL-optimal Gaussian in zeta = log lambda, to within
+  ``max_excess_kl`` nats of the minimum KL(q || p) (exact: the posterior is a Gamma).
+- E1, E2: every method's final heldout_lpd is within the tolerance of the reference's
+  (NUTS's), and an ADVI method is the first to come within it; E1 also: M = 1 gets there
+  before M = 10.
+- E3, E4: ADVI comes within the tolerance of NUTS's final heldout_lpd at least 10 times
+  sooner than NUTS itself; E5: at least 100 times (orders of magnitude).
+- E6: every minibatch size B >= 500 ends with a higher heldout_lpd than every B < 500.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy import special
+
+from .summary import reach_column
+
+
+class Claim(NamedTuple):
+    """One row of PAPER.md's experiments table.
+
+    Attributes:
+        id: ``E0`` ... ``E6``.
+        figure: the paper's figure.
+        model: the model module (``models.MODEL_NAMES``) the experiment fits.
+        text: the paper's claim.
+        criterion: how this reproduction decides whether it held.
+    """
+
+    id: str
+    figure: str
+    model: str
+    text: str
+    criterion: str
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("E0", "Fig. 3", "poisson_exponential",
+          "The Gaussian in zeta = log lambda induces a non-Gaussian q on lambda > 0 that "
+          "matches the posterior.",
+          "q is the KL-optimal Gaussian in zeta: KL(q || p) within 0.01 nats of its minimum"),
+    Claim("E1", "Fig. 4a", "linreg_ard",
+          "All methods reach the same accuracy; M = 1 suffices and is fastest.",
+          "every final heldout_lpd within 1% of NUTS's; ADVI first to within 1% of NUTS's "
+          "final value; M = 1 there before M = 10"),
+    Claim("E2", "Fig. 4b", "election88",
+          "All methods reach the same accuracy; ADVI is fastest.",
+          "every final heldout_lpd within 1% of NUTS's; ADVI first to within 1% of NUTS's "
+          "final value"),
+    Claim("E3", "Fig. 5a, 5c", "gamma_poisson_nmf",
+          "ADVI is an order of magnitude faster than NUTS.",
+          "ADVI within 1% of NUTS's final heldout_lpd at least 10x sooner than NUTS"),
+    Claim("E4", "Fig. 5b, 5d", "dirichlet_exponential_nmf",
+          "NUTS struggles; ADVI finds sparse factors (at least 10x faster).",
+          "ADVI within 1% of NUTS's final heldout_lpd at least 10x sooner than NUTS"),
+    Claim("E5", "Fig. 1a", "gmm",
+          "ADVI is orders of magnitude faster; NUTS struggles, HMC fails.",
+          "ADVI within 1% of NUTS's final heldout_lpd at least 100x sooner than NUTS"),
+    Claim("E6", "Fig. 1b", "gmm",
+          "Stochastic ADVI with B >= 500 reaches high accuracy; smaller B is suboptimal.",
+          "every B >= 500 ends with a higher heldout_lpd than every B < 500"),
+)
+"""The paper's claims, in PAPER.md's order."""
+
+SPEED_UP = {"E3": 10.0, "E4": 10.0, "E5": 100.0}
+"""The speed-up of ADVI over NUTS each speed claim asks for."""
+MINIBATCH_THRESHOLD = 500
+"""E6: the paper names B = 500 as the size from which stochastic ADVI is accurate."""
+MAX_EXCESS_KL = 0.01
+"""E0: nats by which KL(q || p) may exceed its minimum over Gaussians in zeta."""
+COLUMNS = ("claim", "figure", "paper_claim", "criterion", "experiment", "held", "verdict",
+           "measured", "data")
+"""The columns of the reproduction table (claims.csv)."""
+
+_ADVI = re.compile(r"^advi(?:_\w+?)?_M(?P<M>\d+)(?:_B(?P<B>\d+))?")
+
+
+class Verdict(NamedTuple):
+    """Whether a claim held in this run.
+
+    Attributes:
+        held: True, False, or None where the run cannot tell (a method is missing).
+        measured: the numbers it rests on, in words.
+        reason: why it held or not, in one sentence.
+    """
+
+    held: bool | None
+    measured: str
+    reason: str
+
+
+class ExperimentResult(NamedTuple):
+    """What the reproduction table needs to know of one planned experiment.
+
+    Attributes:
+        name: the experiment (``conf/experiment/<name>.yaml``).
+        model: its model module.
+        summary: its summary table (:func:`runners.summary.summary_table`).
+        reference: the method whose final heldout_lpd the others are timed against (NUTS;
+            E6: the largest minibatch), or None.
+        tolerance: "within" means within this fraction of the reference's final value.
+        minibatched: whether its ADVI runs subsample the data (stochastic ADVI, E6).
+        data: where its data came from, for the report (e.g. a simulated stand-in).
+    """
+
+    name: str
+    model: str
+    summary: pd.DataFrame
+    reference: str | None
+    tolerance: float
+    minibatched: bool
+    data: str
+
+
+# ---- E0: the transformation (Figure 3) ------------------------------------------------------
+
+
+def kl_optimal_lognormal(a: float, b: float) -> tuple[float, float]:
+    """The Gaussian q(zeta) = N(mu, sigma^2) closest in KL(q || p) to the posterior of zeta =
+    log lambda when lambda | x ~ Gamma(a, b) (shape, rate).
+
+    Setting the ELBO's gradient, a mu - b exp(mu + sigma^2 / 2) + log sigma, to zero gives
+    sigma = a^(-1/2) and mu = log(a / b) - 1 / (2 a).
+
+    Returns:
+        (mu, sigma).
+    """
+    return math.log(a / b) - 0.5 / a, a**-0.5
+
+
+def kl_to_log_gamma(mu: float, sigma: float, a: float, b: float) -> float:
+    """KL(q || p) in nats for q = N(mu, sigma^2) over zeta and p(zeta) the density of
+    log lambda, lambda ~ Gamma(a, b): p(zeta) = b^a / Gamma(a) exp(a zeta - b e^zeta).
+
+    KL = -H[q] - E_q[log p] with H[q] = log(sigma sqrt(2 pi e)) and
+    E_q[e^zeta] = exp(mu + sigma^2 / 2).
+    """
+    entropy = 0.5 * math.log(2 * math.pi * math.e * sigma * sigma)
+    expected_log_p = (a * math.log(b) - float(special.gammaln(a)) + a * mu
+                      - b * math.exp(mu + 0.5 * sigma * sigma))
+    return -entropy - expected_log_p
+
+
+def transformation_table(fit: Mapping[str, float]) -> pd.DataFrame:
+    """The Figure 3 fit against the exact answer, one quantity per row.
+
+    Args:
+        fit: ``mu``, ``sigma`` (ADVI's q in zeta = log lambda) and ``a``, ``b`` (the exact
+            Gamma posterior's shape and rate), as ``plot_transformations.render`` returns.
+
+    Returns:
+        Columns ``symbol, quantity, value``; symbols ``a, b, mu, mu_opt, sigma, sigma_opt,
+        kl, kl_min, excess_kl``.
+    """
+    a, b, mu, sigma = (float(fit[key]) for key in ("a", "b", "mu", "sigma"))
+    mu_opt, sigma_opt = kl_optimal_lognormal(a, b)
+    kl, kl_min = kl_to_log_gamma(mu, sigma, a, b), kl_to_log_gamma(mu_opt, sigma_opt, a, b)
+    rows = [
+        ("a", "exact posterior Gamma(a, b): shape a = 1 + sum_n x_n", a),
+        ("b", "exact posterior Gamma(a, b): rate b = 1 + N", b),
+        ("mu", "ADVI: mean mu of q(zeta), zeta = log lambda", mu),
+        ("mu_opt", "KL-optimal mu = log(a / b) - 1 / (2a)", mu_opt),
+        ("sigma", "ADVI: standard deviation sigma of q(zeta)", sigma),
+        ("sigma_opt", "KL-optimal sigma = a^(-1/2)", sigma_opt),
+        ("kl", "KL(q || p) of ADVI's q (nats)", kl),
+        ("kl_min", "KL(q || p) of the KL-optimal q (nats)", kl_min),
+        ("excess_kl", "KL(q || p) - minimum (nats)", kl - kl_min),
+    ]
+    return pd.DataFrame(rows, columns=["symbol", "quantity", "value"])
+
+
+def judge_transformation(table: pd.DataFrame, *, max_excess_kl: float = MAX_EXCESS_KL) -> Verdict:
+    """E0 from :func:`transformation_table`: does q reach the minimum KL over Gaussians?"""
+    value = table.set_index("symbol")["value"]
+    measured = (
+        f"posterior Gamma({value['a']:g}, {value['b']:g}); q: mu = {value['mu']:.4f} "
+        f"(KL-optimal {value['mu_opt']:.4f}), sigma = {value['sigma']:.4f} (KL-optimal "
+        f"{value['sigma_opt']:.4f}); KL(q || p) = {value['kl']:.2g} nats, "
+        f"{value['excess_kl']:.2g} above the minimum"
+    )
+    held = bool(value["excess_kl"] <= max_excess_kl)
+    reason = (
+        f"KL(q || p) is within {max_excess_kl:g} nats of its minimum" if held
+        else f"KL(q || p) exceeds its minimum by {value['excess_kl']:.3g} nats "
+             f"(allowed {max_excess_kl:g})"
+    )
+    return Verdict(held, measured, reason)
+
+
+# ---- E1 to E6: accuracy against time ---------------------------------------------------------
+
+
+def advi_setting(method: str) -> tuple[int, int | None] | None:
+    """(M, B) of an ADVI method name (``advi_M1``, ``advi_M10_B500``), None for others."""
+    match = _ADVI.match(method)
+    if match is None:
+        return None
+    return int(match["M"]), int(match["B"]) if match["B"] else None
+
+
+def _seconds(value: float) -> str:
+    return "never" if not np.isfinite(value) else f"{value:.3g} s"
+
+
+def _finals(summary: pd.DataFrame) -> str:
+    return ", ".join(f"{row.label} {row.final_heldout_lpd:.4g}" for row in summary.itertuples())
+
+
+def _speed_up(slow: float, fast: float) -> float:
+    """slow / fast seconds; inf when only ``fast`` is finite, NaN when it is not."""
+    if not np.isfinite(fast):
+        return float("nan")
+    if not np.isfinite(slow):
+        return float("inf")
+    return slow / fast if fast > 0 else float("inf")
+
+
+def judge_experiment(
+    claim: str, summary: pd.DataFrame, *, reference: str | None, tolerance: float = 0.01
+) -> Verdict:
+    """Whether claim ``claim`` (E1 to E6) held in an experiment's summary table.
+
+    Args:
+        claim: the claim id.
+        summary: :func:`runners.summary.summary_table` (methods as rows; in its
+            ``seconds_to_...`` column NaN where a method never came within ``tolerance`` of
+            the reference's final heldout_lpd).
+        reference: the summary's reference method (None: the summary has no times).
+        tolerance: the summary's tolerance, a fraction.
+    """
+    percent = f"{tolerance * 100:g}%"
+    table = summary.set_index("method")
+    column = reach_column(reference, tolerance) if reference is not None else None
+    if column in table.columns:
+        seconds = table[column].astype(float).fillna(np.inf)
+    else:
+        seconds = pd.Series(np.inf, index=table.index)
+    final = table["final_heldout_lpd"].astype(float)
+    advi = [m for m in table.index if advi_setting(m) is not None]
+    other = [m for m in table.index if m not in advi]
+    parts = [f"final heldout_lpd: {_finals(summary)}"]
+    if column in table.columns and reference in table.index:
+        parts.append(f"seconds to within {percent} of {table.loc[reference, 'label']}'s final "
+                     "value: " + ", ".join(f"{table.loc[m, 'label']} {_seconds(seconds[m])}"
+                                           for m in table.index))
+    if claim == "E6":
+        return _judge_minibatch(table, final, parts)
+    if reference not in table.index or not advi:
+        return Verdict(None, "; ".join(parts), f"cannot tell: no {reference or 'reference'} "
+                       "run or no ADVI run in this experiment")
+    ref_label = table.loc[reference, "label"]
+    fastest_advi = min(advi, key=lambda m: seconds[m])
+    speed_up = _speed_up(seconds[reference], seconds[fastest_advi])
+    if np.isfinite(speed_up):
+        times = f"{speed_up:.3g}x"
+    elif np.isnan(speed_up):
+        times = f"none (no ADVI run came within {percent})"
+    else:
+        times = f"unbounded ({ref_label} never came within {percent} of its final mean)"
+    parts.append(f"speed-up of {table.loc[fastest_advi, 'label']} over {ref_label}: {times}")
+    measured = "; ".join(parts)
+    if claim in SPEED_UP:
+        needed = SPEED_UP[claim]
+        if not np.isfinite(seconds[fastest_advi]):
+            return Verdict(False, measured,
+                           f"no ADVI run came within {percent} of {ref_label}'s final value")
+        held = bool(speed_up >= needed)
+        return Verdict(held, measured, f"ADVI was {times} faster than {ref_label}"
+                       + ("" if held else f", not the {needed:g}x the claim needs"))
+    failures = []
+    off = [m for m in table.index
+           if not abs(final[m] - final[reference]) <= tolerance * abs(final[reference])]
+    if off:
+        failures.append(f"final heldout_lpd not within {percent} of {ref_label}'s: "
+                        + ", ".join(table.loc[m, "label"] for m in off))
+    if not np.isfinite(seconds[fastest_advi]) or (
+            other and seconds[fastest_advi] >= min(seconds[m] for m in other)):
+        failures.append("ADVI was not the first method to come within " + percent)
+    undecided = None
+    if claim == "E1":
+        by_m = {advi_setting(m)[0]: m for m in advi if advi_setting(m)[1] is None}
+        if 1 not in by_m or 10 not in by_m:
+            undecided = "cannot tell whether M = 1 beats M = 10: needs runs of both"
+        elif not (np.isfinite(seconds[by_m[1]]) and seconds[by_m[1]] < seconds[by_m[10]]):
+            failures.append("M = 1 was not faster than M = 10")
+    if failures:
+        return Verdict(False, measured, "; ".join(failures))
+    if undecided:
+        return Verdict(None, measured, undecided)
+    return Verdict(True, measured, "every part of the criterion held")
+
+
+def _judge_minibatch(table: pd.DataFrame, final: pd.Series, parts: list[str]) -> Verdict:
+    sizes = {m: setting[1] for m in table.index
+             if (setting := advi_setting(m)) is not None and setting[1] is not None}
+    large = [m for m, b in sizes.items() if b >= MINIBATCH_THRESHOLD]
+    small = [m for m, b in sizes.items() if b < MINIBATCH_THRESHOLD]
+    measured = "; ".join(parts)
+    if not large or not small:
+        return Verdict(None, measured, f"cannot tell: needs runs with B >= "
+                       f"{MINIBATCH_THRESHOLD} and B < {MINIBATCH_THRESHOLD}")
+    worst_large = min(large, key=lambda m: final[m])
+    best_small = max(small, key=lambda m: final[m])
+    held = bool(final[worst_large] > final[best_small])
+    reason = (f"the worst B >= {MINIBATCH_THRESHOLD} ({table.loc[worst_large, 'label']}, "
+              f"{final[worst_large]:.4g}) " + ("beat" if held else "did not beat")
+              + f" the best smaller B ({table.loc[best_small, 'label']}, "
+              f"{final[best_small]:.4g})")
+    return Verdict(held, measured, reason)
+
+
+# ---- the table ---------------------------------------------------------------------------------
+
+
+def claim_of(model: str, *, minibatched: bool) -> str:
+    """The claim an experiment on ``model`` tests: by its model, and for the mixture (E5, E6)
+    by whether it runs stochastic ADVI.
+
+    Raises:
+        ValueError: no claim of the paper fits this model.
+    """
+    if model == "gmm":
+        return "E6" if minibatched else "E5"
+    for claim in CLAIMS:
+        if claim.model == model:
+            return claim.id
+    raise ValueError(f"no claim of the paper is about model {model!r}")
+
+
+def _held(held: bool | None) -> str:
+    return {True: "yes", False: "no", None: "cannot tell"}[held]
+
+
+def claims_table(
+    transformation: pd.DataFrame | None, experiments: Iterable[ExperimentResult]
+) -> pd.DataFrame:
+    """The reproduction table: one row per claim and experiment, claims in the paper's order.
+
+    Args:
+        transformation: :func:`transformation_table` of Figure 3's fit, or None if not run.
+        experiments: the planned experiments; claims no experiment tests are "not run".
+
+    Returns:
+        Columns :data:`COLUMNS`; ``held`` is ``yes``, ``no``, ``cannot tell`` or
+        ``not run``.
+    """
+    by_claim: dict[str, list[ExperimentResult]] = {}
+    for experiment in experiments:
+        claim = claim_of(experiment.model, minibatched=experiment.minibatched)
+        by_claim.setdefault(claim, []).append(experiment)
+    rows: list[dict[str, Any]] = []
+    for claim in CLAIMS:
+        row = {"claim": claim.id, "figure": claim.figure, "paper_claim": claim.text,
+               "criterion": claim.criterion}
+        if claim.id == "E0":
+            if transformation is None:
+                rows.append({**row, "experiment": "", "measured": "", "held": "not run",
+                             "verdict": "Figure 3 was not made", "data": ""})
+                continue
+            verdict = judge_transformation(transformation)
+            rows.append({**row, "experiment": "fig3_transformations",
+                         "measured": verdict.measured, "held": _held(verdict.held),
+                         "verdict": verdict.reason, "data": "simulated Poisson counts"})
+            continue
+        if claim.id not in by_claim:
+            rows.append({**row, "experiment": "", "measured": "", "held": "not run",
+                         "verdict": "no experiment of this run tests it", "data": ""})
+        for experiment in by_claim.get(claim.id, []):
+            verdict = judge_experiment(claim.id, experiment.summary,
+                                       reference=experiment.reference,
+                                       tolerance=experiment.tolerance)
+            rows.append({**row, "experiment": experiment.name, "measured": verdict.measured,
+                         "held": _held(verdict.held), "verdict": verdict.reason,
+                         "data": experiment.data})
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+# ---- reading runs' info.json -----------------------------------------------------------------
+
+
+def experiment_facts(infos: Sequence[Mapping[str, Any]]) -> tuple[str, bool, str]:
+    """An experiment's model, whether it is minibatched, and its data's origin, from the
+    ``info.json`` of its runs (``config`` is the run's resolved Hydra config).
+
+    The data of the image mixture (E5, E6: ``experiment.data.source`` ``imageclef``) are a
+    simulated stand-in unless the run-wide ``data.image_dir`` named a folder of real images.
+
+    Raises:
+        ValueError: no runs, or runs that disagree on the model.
+    """
+    if not infos:
+        raise ValueError("an experiment needs at least one run's info.json")
+    models = {info["config"]["experiment"]["model"] for info in infos}
+    if len(models) != 1:
+        raise ValueError(f"runs of one experiment fit different models: {sorted(models)}")
+    model = models.pop()
+    minibatched = any((info["config"].get("method") or {}).get("minibatch_size") is not None
+                      for info in infos)
+    config = infos[0]["config"]
+    data = config["experiment"].get("data") or {}
+    image_dir = (config.get("data") or {}).get("image_dir")
+    if data.get("source") == "imageclef" or model == "gmm":
+        origin = (f"real images from {image_dir}" if image_dir else
+                  "simulated stand-in for the imageCLEF histograms (no data.image_dir given)")
+    else:
+        origin = f"{data.get('source', '')} {data.get('name', '')}".strip()
+    return model, minibatched, origin

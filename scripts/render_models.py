@@ -1,0 +1,145 @@
+"""Snakemake script: one model's NumPyro source, as the paper shows its Stan code (Figure 2
+for the Poisson model, Appendices F to J for the others), rendered into an HTML page for the
+report (rules/report.smk).
+
+The page has the model module's docstring (the model in mathematical notation), the source
+of its ``model`` function and of the helpers from ``models`` that it calls, and, where
+``params.diagram`` is true (the ``graphviz`` Python package and Graphviz's ``dot`` are
+installed), NumPyro's plate diagram of the model (``numpyro.render_model``) drawn on tiny
+made-up data of the right shapes.
+
+Run by Snakemake, or ``render_page(name, diagram=...)`` from Python (tests).
+"""
+
+
+import html
+import inspect
+import logging
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+import models
+from runners.files import atomic_open
+
+PLUMBING = ("models._checks", "models._plate")
+"""Helper modules left out of the page: argument checks and row gathering, not the model."""
+
+
+def example_data(name: str) -> dict[str, Any]:
+    """Tiny made-up data of the shapes model ``name`` takes (for its plate diagram only).
+
+    Raises:
+        ValueError: ``name`` is not in ``models.MODEL_NAMES``.
+    """
+    rng = np.random.default_rng(0)
+    rows = 8
+
+    def ints(high: int, size: int) -> jnp.ndarray:
+        return jnp.asarray(rng.integers(0, high, size), dtype=jnp.int32)
+
+    counts = {"y": jnp.asarray(rng.poisson(5.0, (4, 6)), dtype=jnp.float32),
+              "mask": jnp.asarray(rng.uniform(size=(4, 6)) > 0.1), "K": 3}
+    makers: dict[str, Callable[[], dict[str, Any]]] = {
+        "poisson_exponential": lambda: {"x": ints(6, rows)},
+        "linreg_ard": lambda: {"X": jnp.asarray(rng.normal(size=(rows, 3)), dtype=jnp.float32),
+                               "y": jnp.asarray(rng.normal(size=rows), dtype=jnp.float32)},
+        "election88": lambda: {
+            "y": ints(2, rows), "female": ints(2, rows).astype(jnp.float32),
+            "black": ints(2, rows).astype(jnp.float32), "age": ints(4, rows),
+            "edu": ints(4, rows), "state": ints(51, rows), "state_region": ints(5, 51),
+            "state_v_prev": jnp.asarray(rng.uniform(0.2, 0.7, 51), dtype=jnp.float32)},
+        "gamma_poisson_nmf": lambda: counts,
+        "dirichlet_exponential_nmf": lambda: counts,
+        "gmm": lambda: {"x": jnp.asarray(rng.normal(size=(rows, 2)), dtype=jnp.float32),
+                        "K": 3},
+    }
+    models.get(name)  # raises for an unknown name
+    return makers[name]()
+
+
+def _names(code: types.CodeType) -> Iterator[str]:
+    """The global and attribute names ``code`` and the functions nested in it refer to."""
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _names(const)
+
+
+def model_sources(module: types.ModuleType) -> list[tuple[str, str]]:
+    """(qualified name, source) of ``module.model`` and of the functions and classes of the
+    ``models`` package it calls (one level deep: e.g. the shared Poisson likelihood of the
+    two factorisations, the ordered Gamma prior), leaving out :data:`PLUMBING`."""
+    model = module.model
+    names = list(dict.fromkeys(_names(model.__code__)))
+    found: dict[str, Any] = {}
+    for name in names:
+        obj = module.__dict__.get(name)
+        if isinstance(obj, types.ModuleType):  # e.g. factorisation.observe
+            for attribute in names:
+                if inspect.isfunction(member := getattr(obj, attribute, None)):
+                    found.setdefault(f"{obj.__name__}.{attribute}", member)
+        elif inspect.isfunction(obj) or inspect.isclass(obj):
+            found.setdefault(f"{obj.__module__}.{obj.__qualname__}", obj)
+    helpers = [(qualified, obj) for qualified, obj in found.items()
+               if obj.__module__.startswith("models.") and obj.__module__ not in PLUMBING
+               and obj is not model]
+    return [(f"{module.__name__}.model", inspect.getsource(model))] + [
+        (qualified, inspect.getsource(obj)) for qualified, obj in helpers
+    ]
+
+
+def plate_diagram_svg(name: str) -> str:
+    """NumPyro's plate diagram of model ``name`` (with each site's distribution) as SVG."""
+    import numpyro  # here: only pages with a diagram need it
+
+    graph = numpyro.render_model(models.get(name).model, model_kwargs=example_data(name),
+                                 render_distributions=True)
+    svg = graph.pipe(format="svg").decode()
+    return svg[svg.index("<svg"):]  # drop the XML prologue and DOCTYPE for inline use
+
+
+def highlight(source: str) -> str:
+    """``source`` as HTML, syntax-highlighted by Pygments when it is installed."""
+    try:
+        from pygments import highlight as pygmentize
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import PythonLexer
+    except ImportError:
+        return f"<pre>{html.escape(source)}</pre>"
+    return pygmentize(source, PythonLexer(), HtmlFormatter(noclasses=True, nobackground=True))
+
+
+def render_page(name: str, *, diagram: bool) -> str:
+    """The HTML page of model ``name``: docstring, plate diagram (if ``diagram``), sources."""
+    module = models.get(name)
+    parts = [f"<h2>models/{name}.py</h2>",
+             f"<pre>{html.escape(inspect.getdoc(module) or '')}</pre>"]
+    if diagram:
+        parts += ["<h3>Plate diagram (numpyro.render_model, on made-up data)</h3>",
+                  plate_diagram_svg(name)]
+    else:
+        parts.append("<p><em>No plate diagram: it needs the graphviz Python package and "
+                     "Graphviz's dot program, which are not installed here.</em></p>")
+    for qualified, source in model_sources(module):
+        parts += [f"<h3>{html.escape(qualified)}</h3>", highlight(source)]
+    body = "\n".join(parts)
+    return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{name}</title>"
+            "<style>body{font-family:sans-serif;margin:1em}pre{font-size:13px}</style>"
+            f"</head><body>\n{body}\n</body></html>\n")
+
+
+def main() -> None:
+    """Writes ``snakemake.output[0]`` for ``snakemake.wildcards.model``."""
+    logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+    name, diagram = snakemake.wildcards.model, bool(snakemake.params.diagram)  # noqa: F821
+    with atomic_open(snakemake.output[0]) as f:  # noqa: F821
+        f.write(render_page(name, diagram=diagram))
+    logging.info("%s: source%s", name, " and plate diagram" if diagram else " only")
+
+
+if __name__ == "__main__":
+    main()

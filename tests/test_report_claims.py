@@ -1,0 +1,167 @@
+"""The reproduction table's criteria (runners/claims.py) on small made-up summaries: claims
+that hold, claims that do not, and claims no experiment tests."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import integrate, optimize, stats
+
+from runners import claims
+from runners.claims import ExperimentResult
+
+REACH = "seconds_to_1pct_of_nuts"
+LABELS = {"advi_M1": "ADVI (M=1)", "advi_M10": "ADVI (M=10)", "nuts": "NUTS", "hmc": "HMC"}
+
+
+def judge(claim, table, reference="nuts"):
+    return claims.judge_experiment(claim, table, reference=reference, tolerance=0.01)
+
+
+def summary(finals, seconds):
+    """A summary table as runners.summary.summary_table writes it (NaN: never reached)."""
+    return pd.DataFrame({
+        "method": list(finals),
+        "label": [LABELS.get(m, m) for m in finals],
+        "runs": 1,
+        "final_heldout_lpd": list(finals.values()),
+        "final_heldout_lpd_sd": np.nan,
+        "final_wall_s": 100.0,
+        REACH: [seconds[m] for m in finals],
+    })
+
+
+AGREEING = {"advi_M1": -1.001, "advi_M10": -1.0, "nuts": -0.998, "hmc": -0.999}
+FAST_ADVI = {"advi_M1": 2.0, "advi_M10": 8.0, "nuts": 60.0, "hmc": 90.0}
+
+
+def test_e1_holds_when_all_agree_and_advi_m1_is_first():
+    verdict = judge("E1", summary(AGREEING, FAST_ADVI))
+    assert verdict.held is True
+    assert "ADVI (M=1) 2 s" in verdict.measured and "NUTS 60 s" in verdict.measured
+    assert "speed-up of ADVI (M=1) over NUTS: 30x" in verdict.measured
+
+
+def test_e1_fails_when_a_method_is_off_or_m10_is_faster():
+    finals = {**AGREEING, "hmc": -1.05}  # 5% below NUTS
+    seconds = {**FAST_ADVI, "advi_M1": 9.0}
+    verdict = judge("E1", summary(finals, seconds))
+    assert verdict.held is False
+    assert "HMC" in verdict.reason and "M = 1 was not faster than M = 10" in verdict.reason
+
+
+def test_e2_fails_when_mcmc_gets_there_first_and_cannot_tell_without_nuts():
+    verdict = judge("E2", summary(AGREEING, {**FAST_ADVI, "hmc": 1.0}))
+    assert verdict.held is False and "ADVI was not the first" in verdict.reason
+    no_nuts = summary({m: v for m, v in AGREEING.items() if m != "nuts"}, FAST_ADVI)
+    assert judge("E2", no_nuts).held is None
+
+
+@pytest.mark.parametrize(("claim", "advi_s", "held"), [
+    ("E3", 5.0, True),      # 12x
+    ("E3", 7.0, False),     # 8.6x < 10x
+    ("E4", np.nan, False),  # ADVI never reached NUTS's accuracy
+    ("E5", 0.5, True),      # 120x
+    ("E5", 5.0, False),     # 12x: not orders of magnitude
+])
+def test_speed_claims(claim, advi_s, held):
+    table = summary({"advi_M1": -2.0, "nuts": -2.0}, {"advi_M1": advi_s, "nuts": 60.0})
+    verdict = judge(claim, table)
+    assert verdict.held is held
+    if not held:
+        assert "no ADVI run came within 1%" in verdict.reason or "not the" in verdict.reason
+
+
+def test_speed_up_is_infinite_when_nuts_never_reaches_its_own_final_mean():
+    table = summary({"advi_M1": -2.0, "nuts": -2.0}, {"advi_M1": 1.0, "nuts": np.nan})
+    verdict = judge("E3", table)
+    assert verdict.held is True and "unbounded (NUTS never came within 1%" in verdict.measured
+
+
+@pytest.mark.parametrize(("finals", "held"), [
+    ({"advi_M1_B50": -3.0, "advi_M1_B100": -2.5, "advi_M1_B500": -2.0, "advi_M1_B1000": -1.9},
+     True),
+    ({"advi_M1_B50": -3.0, "advi_M1_B100": -1.95, "advi_M1_B500": -2.0, "advi_M1_B1000": -1.9},
+     False),
+])
+def test_e6_larger_minibatches_must_beat_every_smaller_one(finals, held):
+    table = summary(finals, {**dict.fromkeys(finals, 30.0), "advi_M1_B50": np.nan}).rename(
+        columns={REACH: "seconds_to_1pct_of_advi_M1_B1000"})
+    verdict = judge("E6", table, reference="advi_M1_B1000")
+    assert verdict.held is held
+    assert ("did not beat" in verdict.reason) is not held
+
+
+def test_advi_settings_are_read_from_method_names():
+    assert claims.advi_setting("advi_M10") == (10, None)
+    assert claims.advi_setting("advi_fullrank_M1_B500_eta0.1") == (1, 500)
+    assert claims.advi_setting("nuts") is None
+
+
+def test_kl_to_log_gamma_matches_quadrature_and_is_least_at_the_optimum():
+    a, b, mu, sigma = 4.0, 3.0, 0.1, 0.4
+    q = stats.norm(mu, sigma)
+
+    def integrand(z):
+        log_p = a * math.log(b) - math.lgamma(a) + a * z - b * math.exp(z)
+        return q.pdf(z) * (q.logpdf(z) - log_p)
+
+    expected, _ = integrate.quad(integrand, mu - 12 * sigma, mu + 12 * sigma)
+    assert claims.kl_to_log_gamma(mu, sigma, a, b) == pytest.approx(expected, rel=1e-6)
+    best = optimize.minimize(lambda v: claims.kl_to_log_gamma(v[0], math.exp(v[1]), a, b),
+                             x0=[0.0, 0.0], tol=1e-12).x
+    mu_opt, sigma_opt = claims.kl_optimal_lognormal(a, b)
+    assert best[0] == pytest.approx(mu_opt, abs=1e-5)
+    assert math.exp(best[1]) == pytest.approx(sigma_opt, rel=1e-5)
+
+
+def test_e0_holds_at_the_kl_optimum_and_not_far_from_it():
+    a, b = 10.0, 4.0
+    mu_opt, sigma_opt = claims.kl_optimal_lognormal(a, b)
+    close = claims.transformation_table({"a": a, "b": b, "mu": mu_opt + 0.01,
+                                         "sigma": sigma_opt})
+    assert claims.judge_transformation(close).held is True
+    far = claims.transformation_table({"a": a, "b": b, "mu": mu_opt + 0.3, "sigma": sigma_opt})
+    verdict = claims.judge_transformation(far)
+    assert verdict.held is False and "exceeds its minimum" in verdict.reason
+    assert "Gamma(10, 4)" in verdict.measured
+
+
+def test_the_table_lists_every_claim_and_marks_the_unplanned_ones_not_run():
+    fit = claims.transformation_table({"a": 10.0, "b": 4.0, "mu": 0.866, "sigma": 0.316})
+    experiments = [
+        ExperimentResult("election88", "election88", summary(AGREEING, FAST_ADVI), "nuts",
+                         0.01, False, "fetch election88"),
+        ExperimentResult("imageclef_small", "gmm",
+                         summary({"advi_M1": -2.0, "nuts": -2.0},
+                                 {"advi_M1": 5.0, "nuts": 60.0}), "nuts", 0.01, False,
+                         "simulated stand-in"),
+    ]
+    table = claims.claims_table(fit, experiments)
+    assert list(table.columns) == list(claims.COLUMNS)
+    assert list(table["claim"]) == ["E0", "E1", "E2", "E3", "E4", "E5", "E6"]
+    held = dict(zip(table["claim"], table["held"], strict=True))
+    assert held == {"E0": "yes", "E1": "not run", "E2": "yes", "E3": "not run",
+                    "E4": "not run", "E5": "no", "E6": "not run"}
+    row = table.set_index("claim").loc["E5"]
+    assert row["experiment"] == "imageclef_small" and row["data"] == "simulated stand-in"
+    assert "12x faster than NUTS, not the 100x" in row["verdict"]
+
+
+def test_experiment_facts_tell_the_stand_in_from_real_images():
+    def info(minibatch_size, data, image_dir):
+        return {"config": {"experiment": {"model": "gmm", "data": data},
+                           "method": {"minibatch_size": minibatch_size},
+                           "data": {"image_dir": image_dir}}}
+
+    data = {"source": "imageclef", "name": "gmm_standin"}
+    simulated = [info(None, data, None), info(500, data, None)]
+    model, minibatched, origin = claims.experiment_facts(simulated)
+    assert (model, minibatched) == ("gmm", True) and "simulated stand-in" in origin
+    real = [info(None, data, "/data/clef")]
+    assert claims.experiment_facts(real) == ("gmm", False, "real images from /data/clef")
+    assert claims.claim_of("gmm", minibatched=True) == "E6"
+    with pytest.raises(ValueError, match="different models"):
+        claims.experiment_facts([info(None, {}, None),
+                                 {"config": {"experiment": {"model": "x"}}}])
