@@ -279,6 +279,10 @@ class McmcConfig:
         dense_mass: False is Stan's diagonal mass matrix.
         adapt_mass_matrix: adapt the mass matrix in warmup (Stan does, also for static HMC).
         checkpoint_every: iterations (warmup or sampling) between checkpoints.
+        init: the chain's starting point: ``uniform`` (Stan's default, zeta ~ U(-2, 2)) or
+            ``advi`` (the constrained image of the mean of a mean-field ADVI fit with Stan's
+            defaults, M = 1; its optimisation seconds count on the chain's clock, its
+            compilation with the chain's, as PyMC's ``init="advi"``).
     """
 
     num_warmup: int = 1000
@@ -287,12 +291,29 @@ class McmcConfig:
     dense_mass: bool = False
     adapt_mass_matrix: bool = True
     checkpoint_every: int = 50
+    init: str = "uniform"
 
     def __post_init__(self) -> None:
         _check(self, "num_warmup", lambda v: v >= 0, "an integer >= 0")
         _check(self, "num_samples", lambda v: v >= 1, "an integer >= 1")
         _check(self, "target_accept_prob", lambda v: 0 < v < 1, "in (0, 1)")
         _check(self, "checkpoint_every", lambda v: v >= 1, "an integer >= 1")
+        _check(self, "init", lambda v: v in MCMC_INITS, " or ".join(map(repr, MCMC_INITS)))
+
+    def _suffix(self) -> str:
+        """What the run's name adds for non-default settings (``_dense``, ``_init-advi``)."""
+        return ("_dense" if self.dense_mass else "") + (
+            "" if self.init == "uniform" else f"_init-{self.init}")
+
+    def _details(self) -> str:
+        """What the legend adds for non-default settings, e.g. `` (dense, from ADVI)``."""
+        details = (["dense"] if self.dense_mass else []) + (
+            [] if self.init == "uniform" else [f"from {self.init.upper()}"])
+        return f" ({', '.join(details)})" if details else ""
+
+
+MCMC_INITS = ("uniform", "advi")
+"""The starting points of an MCMC chain (:attr:`McmcConfig.init`)."""
 
 
 @dataclass
@@ -310,12 +331,13 @@ class NutsConfig(McmcConfig):
         _check(self, "max_tree_depth", lambda v: v >= 1, "an integer >= 1")
 
     def run_name(self) -> str:
-        """``nuts`` (``nuts_dense`` with a dense mass matrix)."""
-        return "nuts_dense" if self.dense_mass else "nuts"
+        """``nuts`` (``nuts_dense`` with a dense mass matrix, ``nuts_init-advi`` started at
+        ADVI's mean)."""
+        return "nuts" + self._suffix()
 
     def label(self) -> str:
-        """The legend entry, ``NUTS``."""
-        return "NUTS (dense)" if self.dense_mass else "NUTS"
+        """The legend entry, ``NUTS`` (``NUTS (dense, from ADVI)`` for non-defaults)."""
+        return "NUTS" + self._details()
 
 
 @dataclass
@@ -333,12 +355,13 @@ class HmcConfig(McmcConfig):
         _check(self, "trajectory_length", _positive, "positive")
 
     def run_name(self) -> str:
-        """``hmc`` (``hmc_dense`` with a dense mass matrix)."""
-        return "hmc_dense" if self.dense_mass else "hmc"
+        """``hmc`` (``hmc_dense`` with a dense mass matrix, ``hmc_init-advi`` started at
+        ADVI's mean)."""
+        return "hmc" + self._suffix()
 
     def label(self) -> str:
-        """The legend entry, ``HMC``."""
-        return "HMC (dense)" if self.dense_mass else "HMC"
+        """The legend entry, ``HMC`` (``HMC (dense, from ADVI)`` for non-defaults)."""
+        return "HMC" + self._details()
 
 
 MethodConfig = AdviConfig | NutsConfig | HmcConfig

@@ -30,6 +30,13 @@ class Stopwatch:
         finally:
             self._elapsed_s += time.perf_counter() - start
 
+    def add(self, seconds: float) -> None:
+        """Counts ``seconds`` timed elsewhere (e.g. an initialising fit's optimisation
+        seconds, which exclude its compilation)."""
+        if not seconds >= 0:
+            raise ValueError(f"seconds = {seconds!r}: must be >= 0")
+        self._elapsed_s += seconds
+
     @property
     def elapsed_s(self) -> float:
         """Seconds counted so far."""

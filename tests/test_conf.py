@@ -59,6 +59,10 @@ def test_method_names_and_labels_record_what_a_sweep_varies(compose_run):
     assert run.method.label() == "ADVI (M=10, B=500)"
     assert compose_run("method.family=fullrank").method.run_name() == "advi_fullrank_M1"
     assert compose_run("method=nuts").method.label() == "NUTS"
+    hmc = compose_run("method=hmc", "method.init=advi").method
+    assert (hmc.run_name(), hmc.label()) == ("hmc_init-advi", "HMC (from ADVI)")
+    dense = compose_run("method=nuts", "method.dense_mass=true").method
+    assert (dense.run_name(), dense.label()) == ("nuts_dense", "NUTS (dense)")
 
 
 @pytest.mark.parametrize("override", ["method.grad_sample=10", "experiment.budget=3", "seeds=1"])
@@ -80,6 +84,7 @@ def test_wrongly_typed_values_fail_at_composition(compose_run):
         (["method=nuts", "method.target_accept_prob=1.5"], r"target_accept_prob = 1\.5"),
         (["experiment.scales.paper.budget_s=0"], r"budget_s = 0\.0"),
         (["experiment.data.source=download"], r"source = 'download'"),
+        (["method=hmc", "method.init=map"], r"init = 'map'"),
     ],
 )
 def test_out_of_range_values_fail_naming_the_value(compose_run, overrides, message):

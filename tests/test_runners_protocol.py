@@ -13,11 +13,12 @@ import numpyro
 import numpyro.distributions as dist
 import pandas as pd
 import pytest
+from numpyro.infer.util import initialize_model
 from scipy.stats import norm
 
 from runners.advi_runner import run_advi
 from runners.config import AdviConfig, HmcConfig, NutsConfig
-from runners.mcmc_runner import chunk_plan, run_mcmc
+from runners.mcmc_runner import _starting_point, chunk_plan, run_mcmc
 from runners.trace import TraceWriter
 
 Y_TRAIN = np.random.default_rng(0).normal(1.5, 1.0, size=40).astype(np.float32)
@@ -89,6 +90,26 @@ def test_static_hmc_runs_with_its_fixed_trajectory(tmp_path):
     assert list(trace["phase"]) == ["warmup", "sampling"]
     assert trace["heldout_lpd"].iloc[-1] == pytest.approx(exact_lpd(), abs=0.02)
     assert facts["mean_num_steps"] == pytest.approx(np.ceil(1.0 / facts["step_size"]), abs=1)
+
+
+def test_hmc_started_at_advis_mean_counts_advis_seconds_on_its_clock(tmp_path):
+    method = HmcConfig(num_warmup=20, num_samples=20, checkpoint_every=20,
+                       trajectory_length=1.0, init="advi")
+    facts, trace = _run(run_mcmc, method, tmp_path)
+    assert facts["init"] == "advi" and facts["init_s"] > 0 and facts["init_compile_s"] > 0
+    assert trace["wall_s"].iloc[0] > facts["init_s"]
+    assert trace["heldout_lpd"].iloc[-1] == pytest.approx(exact_lpd(), abs=0.02)
+
+
+def test_advi_starting_point_is_near_the_posterior_mean():
+    strategy, init_s, _ = _starting_point(model, {"y": jnp.asarray(Y_TRAIN)}, "advi",
+                                          jax.random.PRNGKey(3))
+    info = initialize_model(jax.random.PRNGKey(0), model, model_kwargs={"y": Y_TRAIN},
+                            init_strategy=strategy)
+    v = 1.0 / (len(Y_TRAIN) + 0.01)
+    assert float(info.param_info.z["mu"]) == pytest.approx(v * Y_TRAIN.sum(), abs=3 * v**0.5)
+    with pytest.raises(ValueError, match="init = 'map'"):
+        _starting_point(model, {"y": jnp.asarray(Y_TRAIN)}, "map", jax.random.PRNGKey(3))
 
 
 def test_mcmc_stops_at_the_first_checkpoint_past_its_budget(tmp_path):
