@@ -18,7 +18,7 @@ from scipy.stats import norm
 
 from runners.advi_runner import run_advi
 from runners.config import AdviConfig, HmcConfig, NutsConfig
-from runners.mcmc_runner import _starting_point, chunk_plan, run_mcmc
+from runners.mcmc_runner import _affordable, _starting_point, chunk_plan, run_mcmc
 from runners.trace import TraceWriter
 
 Y_TRAIN = np.random.default_rng(0).normal(1.5, 1.0, size=40).astype(np.float32)
@@ -115,6 +115,27 @@ def test_advi_starting_point_is_near_the_posterior_mean():
 def test_mcmc_stops_at_the_first_checkpoint_past_its_budget(tmp_path):
     facts, trace = _run(run_mcmc, NUTS, tmp_path, budget_s=1e-9)
     assert len(trace) == 1 and facts["stopped_by_budget"] and facts["iterations"] == 20
+
+
+def test_mcmc_cuts_the_chunk_that_would_run_past_its_budget(tmp_path):
+    method = NutsConfig(num_warmup=60, num_samples=60, checkpoint_every=30)
+    _, full = _run(run_mcmc, method, tmp_path / "full")
+    budget_s = 1.5 * full["wall_s"].iloc[0]  # half a chunk after the first checkpoint
+    facts, trace = _run(run_mcmc, method, tmp_path / "cut", budget_s=budget_s)
+    assert facts["stopped_by_budget"] and "budget" in facts["stop_reason"]
+    assert 30 < facts["iterations"] < 60 and list(trace["iteration"]) == [
+        30, facts["iterations"]]
+    assert trace["wall_s"].iloc[-1] >= budget_s
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    ((50, 10.0, 0.0, 0), 50),  # rate unknown before the first transition: the whole chunk
+    ((50, 10.0, 5.0, 50), 50),  # 0.1 s per transition: 100 fit, 50 asked
+    ((50, 1.01, 5.0, 50), 11),  # ceil(10.1)
+    ((50, 0.0, 5.0, 50), 1),  # at least one
+])
+def test_affordable_transitions(args, expected):
+    assert _affordable(*args) == expected
 
 
 def test_hmc_stops_before_a_transition_that_would_pass_its_budget(tmp_path):
