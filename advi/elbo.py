@@ -131,8 +131,15 @@ def elbo_estimate(
     params: Any,
     rng_key: Array,
     elbo_samples: int,
+    batch_size: int | None = None,
 ) -> tuple[Array, Array, Array]:
     """The ELBO from ``elbo_samples`` draws (Stan's ``calc_ELBO``), for the convergence test.
+
+    ``batch_size``: None evaluates all draws at once (``vmap``: with full data the draws
+    share one pass over it, e.g. one matrix product); an integer evaluates them that many at
+    a time (``jax.lax.map``), which is faster with minibatches, where each draw reads its own
+    minibatch and vmap would hold S of them at once (E6: S x B x D = 100 x 500 x 576 floats,
+    1.7x slower than 5 at a time on one core). Same value either way.
 
     Returns:
         (elbo (), ok (), log_weights (S,)): the estimate in nats; False when non-finite
@@ -140,7 +147,10 @@ def elbo_estimate(
         used); and log p(zeta_s) - log q(zeta_s) of the draws used, for the Pareto k-hat.
     """
     dim = params.mu.shape[-1]
-    values = jax.vmap(log_density)
+    def values(zeta: Array, keys: Array) -> Array:
+        if batch_size is None:
+            return jax.vmap(log_density)(zeta, keys)
+        return jax.lax.map(lambda draw: log_density(*draw), (zeta, keys), batch_size=batch_size)
 
     def evaluate(eps: Array, keys: Array) -> tuple[Array, Array]:
         value = values(family.transform(params, eps), keys)

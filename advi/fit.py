@@ -94,15 +94,22 @@ def _make_chunk(
     return chunk
 
 
-def _make_elbo(log_density_fn: Callable, family: Family, S: int) -> Callable:
+MINIBATCH_ELBO_BATCH = 5
+"""Draws evaluated at a time by the ELBO of a minibatched target (:func:`elbo_estimate`'s
+``batch_size``; full-data targets evaluate all S draws at once)."""
+
+
+def _make_elbo(log_density_fn: Callable, family: Family, S: int, batch_size: int | None
+               ) -> Callable:
     """``elbo(params, key, salt, data) -> (elbo, ok, log_weights (S,))`` with draws from
-    ``fold_in(key, salt)`` (:func:`advi.elbo.elbo_estimate`)."""
+    ``fold_in(key, salt)``, ``batch_size`` at a time (:func:`advi.elbo.elbo_estimate`)."""
 
     def elbo(params: Any, key: Array, salt: Array, data: Any) -> tuple[Array, Array, Array]:
         def log_density(zeta: Array, batch_key: Array) -> Array:
             return log_density_fn(zeta, batch_key, data)
 
-        return elbo_estimate(log_density, family, params, jax.random.fold_in(key, salt), S)
+        return elbo_estimate(log_density, family, params, jax.random.fold_in(key, salt), S,
+                             batch_size)
 
     return elbo
 
@@ -149,7 +156,8 @@ class _Runner:
     def __init__(self, target: Target, family: Family, optimizer: Any, M: int, S: int) -> None:
         self.target, self.family, self.optimizer = target, family, optimizer
         self.chunk_fn = jax.jit(_make_chunk(target.log_density_fn, family, optimizer, M))
-        self.elbo_fn = jax.jit(_make_elbo(target.log_density_fn, family, S))
+        batch = None if target.num_data is None else MINIBATCH_ELBO_BATCH
+        self.elbo_fn = jax.jit(_make_elbo(target.log_density_fn, family, S, batch))
         self.dtype = jnp.result_type(float)
         self.elbo_samples = S
 

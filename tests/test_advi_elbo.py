@@ -76,3 +76,23 @@ def test_minibatch_log_density_is_unbiased_for_the_full_one():
     se = values.std() / np.sqrt(values.size)
     assert abs(values.mean() - exact) < 4 * se
     assert values.std() > 0  # it really subsamples
+
+
+def test_elbo_of_a_minibatched_target_is_the_same_drawn_in_batches_or_all_at_once():
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.normal(size=200), jnp.float32)
+    y = 2.0 * x + jnp.asarray(rng.normal(size=200), jnp.float32)
+    mini = advi.from_numpyro(_regression, (x, y), minibatch_size=20)
+    family = advi.get_family("meanfield")
+    params = family.init(jax.random.PRNGKey(0), mini.dim, "random")
+
+    def log_density(zeta, key):
+        return mini.log_density(zeta, key)
+
+    key = jax.random.PRNGKey(4)
+    at_once = advi.elbo.elbo_estimate(log_density, family, params, key, 12)
+    for batch_size in (1, 5, 12):
+        batched = advi.elbo.elbo_estimate(log_density, family, params, key, 12, batch_size)
+        np.testing.assert_allclose(batched[0], at_once[0], rtol=1e-5)
+        np.testing.assert_allclose(batched[2], at_once[2], rtol=1e-5, atol=1e-3)
+    assert bool(at_once[1]) and np.unique(np.asarray(at_once[2])).size == 12
