@@ -150,10 +150,12 @@ class AdviTimers:
     ``advi.fit._optimise``); if those private names change, through ``advi.fit`` itself
     (``result.wall_s``, compilation excluded; slower to run, since every call compiles)."""
 
-    def __init__(self, model: Any, data: dict, M: int) -> None:
+    def __init__(self, model: Any, data: dict, M: int, minibatch_size: int | None = None
+                 ) -> None:
         import advi
 
         self.model, self.data, self.M = model, data, M
+        self.minibatch_size = minibatch_size
         start = time.perf_counter()
         try:
             self._init_runner(advi, M)
@@ -168,7 +170,8 @@ class AdviTimers:
         import jax
 
         self.fit_mod = importlib.import_module("advi.fit")
-        target = advi.from_numpyro(self.model, (), self.data)
+        target = advi.from_numpyro(self.model, (), self.data,
+                                   minibatch_size=self.minibatch_size)
         family, optimizer = advi.get_family("meanfield"), advi.get_optimizer("stan")
         keys, self.state0 = self.fit_mod._setup(
             jax.random.PRNGKey(0), family, optimizer, target.dim, "random"
@@ -193,6 +196,7 @@ class AdviTimers:
                 eval_elbo=eval_elbo,
                 tol_rel_obj=1e-12,
                 khat_samples=0,
+                minibatch_size=self.minibatch_size,
                 **self.data,
             )
         if result.num_iterations != n:
@@ -372,14 +376,24 @@ def format_load() -> str:
 
 
 def print_header(provenance: str, args: argparse.Namespace) -> None:
+    print("ADVI benchmark: linear regression with ARD")
+    print(f"  data      N = {args.num_train}, D = {args.num_features}: {provenance}")
+    print_environment()
+    print(
+        f"  settings  {args.iters} iterations per timing, {args.repeats} interleaved repeats,"
+        f" eta = {ETA}, meanfield, Stan step-size sequence; SVI: Adam(0.01)"
+    )
+    print()
+
+
+def print_environment() -> None:
+    """Device, versions, XLA flags and the load average (other processes skew timings)."""
     import jax
     import jaxlib
     import numpy as np
     import numpyro
     import optax
 
-    print("ADVI benchmark: linear regression with ARD")
-    print(f"  data      N = {args.num_train}, D = {args.num_features}: {provenance}")
     print(
         f"  device    {jax.devices()}  ({os.cpu_count()} CPU cores visible, "
         f"{platform.processor() or platform.machine()})"
@@ -395,11 +409,6 @@ def print_header(provenance: str, args: argparse.Namespace) -> None:
     )
     if hasattr(os, "getloadavg") and os.getloadavg()[0] > 0.5 * (os.cpu_count() or 1):
         print("  WARNING   other processes are using the CPU; expect inflated, noisy timings")
-    print(
-        f"  settings  {args.iters} iterations per timing, {args.repeats} interleaved repeats,"
-        f" eta = {ETA}, meanfield, Stan step-size sequence; SVI: Adam(0.01)"
-    )
-    print()
 
 
 def main() -> None:
