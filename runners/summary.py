@@ -1,12 +1,14 @@
 """Tables from traces, for the figures and the report: mean curves and a per-method summary.
 
-Everything here reads ``trace.csv`` files only (columns of :mod:`runners.trace`).
+Everything here reads ``trace.csv`` files (columns of :mod:`runners.trace`), and
+``info.json`` for how each run ended.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +25,33 @@ def read_traces(runs_dir: str | os.PathLike) -> pd.DataFrame:
     if not paths:
         raise FileNotFoundError(f"no traces under {runs_dir}")
     return pd.concat([pd.read_csv(path) for path in paths], ignore_index=True)
+
+
+def run_ending(info: Mapping) -> str:
+    """How a run ended, in words, from its ``info.json`` (the runners' facts): ADVI's
+    convergence or why not; MCMC's transitions done and why it stopped early, if it did."""
+    its = info.get("iterations")
+    if "converged" in info:  # ADVI
+        if info["converged"]:
+            return f"converged ({info.get('convergence_reason')} rule) at iteration {its}"
+        if info.get("stopped_by_budget"):
+            return f"stopped by the budget at iteration {its}"
+        return f"not converged: {info.get('convergence_reason')} at iteration {its}"
+    if info.get("stop_reason"):
+        return f"stopped after {its} transitions: {info['stop_reason']}"
+    return f"all {its} transitions"
+
+
+def read_endings(runs_dir: str | os.PathLike) -> pd.DataFrame:
+    """``method, seed, ended`` (:func:`run_ending`) for every ``<method>/seed<k>/info.json``
+    under ``runs_dir``; empty when there is none."""
+    rows = []
+    for path in sorted(Path(runs_dir).glob("*/seed*/info.json")):
+        info = json.loads(path.read_text())
+        rows.append({"method": path.parent.parent.name,
+                     "seed": int(path.parent.name.removeprefix("seed")),
+                     "ended": run_ending(info)})
+    return pd.DataFrame(rows, columns=["method", "seed", "ended"])
 
 
 def method_order(traces: pd.DataFrame, preferred: Sequence[str] = ()) -> list[str]:
@@ -70,6 +99,7 @@ def summary_table(
     reference: str | None,
     tolerance: float = 0.01,
     preferred: Sequence[str] = (),
+    endings: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Final accuracy per method, and how long each took to come close to ``reference``'s.
 
@@ -81,6 +111,8 @@ def summary_table(
         tolerance: relative distance counted as close: the target is
             ref - tolerance * |ref|.
         preferred: method order of the rows (:func:`method_order`).
+        endings: :func:`read_endings`; adds the column ``ended``, how the method's run with
+            the lowest seed ended (None: no such column).
 
     Returns:
         One row per method: ``method, label, runs, final_heldout_lpd`` (mean over seeds),
@@ -109,6 +141,9 @@ def summary_table(
         if reference is not None:
             row[reach_column(reference, tolerance)] = (
                 seconds_to_reach(curve, target) if np.isfinite(target) else np.nan)
+        if endings is not None:
+            ended = endings[endings["method"] == method].sort_values("seed")["ended"]
+            row["ended"] = ended.iloc[0] if len(ended) else np.nan
         rows.append(row)
     return pd.DataFrame(rows)
 

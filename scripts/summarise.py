@@ -6,7 +6,7 @@ Columns: see ``runners.summary.summary_table``; the report's caption includes th
 import logging
 
 from runners.files import atomic_open
-from runners.summary import read_traces, summary_table
+from runners.summary import read_endings, read_traces, summary_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
 params = snakemake.params  # noqa: F821
@@ -15,6 +15,7 @@ table = summary_table(
     reference=params.reference,
     tolerance=params.tolerance,
     preferred=params.methods,
+    endings=read_endings(params.runs_dir),
 )
 with atomic_open(snakemake.output[0]) as f:  # noqa: F821
     table.to_csv(f, index=False, float_format="%.4g", na_rep="n/a")

@@ -1,9 +1,18 @@
 """Tables from traces: mean curves over seeds and the per-method summary."""
 
+import json
+
 import numpy as np
 import pytest
 
-from runners.summary import mean_curves, method_order, read_traces, summary_table
+from runners.summary import (
+    mean_curves,
+    method_order,
+    read_endings,
+    read_traces,
+    run_ending,
+    summary_table,
+)
 from runners.trace import TraceWriter
 
 
@@ -76,3 +85,31 @@ def test_a_summary_without_a_reference_has_no_reach_column(traces):
 def test_a_reference_that_did_not_run_gives_no_times(traces):
     table = summary_table(traces, reference="advi_M1_B1000")
     assert table["seconds_to_1pct_of_advi_M1_B1000"].isna().all()
+
+
+@pytest.mark.parametrize(("info", "text"), [
+    ({"iterations": 1200, "converged": True, "convergence_reason": "median"},
+     "converged (median rule) at iteration 1200"),
+    ({"iterations": 30000, "converged": False, "convergence_reason": "max_iter"},
+     "not converged: max_iter at iteration 30000"),
+    ({"iterations": 500, "converged": False, "convergence_reason": "stopped by checkpoint",
+      "stopped_by_budget": True}, "stopped by the budget at iteration 500"),
+    ({"iterations": 6, "stop_reason": "the next HMC transition needed 1e+06 leapfrog steps"},
+     "stopped after 6 transitions: the next HMC transition needed 1e+06 leapfrog steps"),
+    ({"iterations": 2000, "stop_reason": None}, "all 2000 transitions"),
+])
+def test_run_ending_says_how_a_run_ended(info, text):
+    assert run_ending(info) == text
+
+
+def test_summary_says_how_the_first_seeds_run_ended(tmp_path, traces):
+    for method, seed, info in [("hmc", 0, {"iterations": 50, "stop_reason": "budget"}),
+                               ("nuts", 1, {"iterations": 2000}),
+                               ("nuts", 0, {"iterations": 100, "stop_reason": "budget"})]:
+        (tmp_path / method / f"seed{seed}" / "info.json").write_text(json.dumps(info))
+    endings = read_endings(tmp_path)
+    assert len(endings) == 3
+    table = summary_table(traces, reference="nuts", endings=endings).set_index("method")
+    assert table.loc["nuts", "ended"] == "stopped after 100 transitions: budget"
+    assert table.loc["hmc", "ended"] == "stopped after 50 transitions: budget"
+    assert np.isnan(table.loc["advi_M1", "ended"])  # no info.json
