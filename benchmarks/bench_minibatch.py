@@ -23,21 +23,18 @@ from __future__ import annotations
 import argparse
 import resource
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # models/ and datasets/ of this checkout
-    sys.path.insert(0, str(ROOT))
-
-import bench_advi as common  # noqa: E402  (the sibling benchmark's timers and header)
+# The sibling benchmark: its timers and header; importing it puts this checkout (models/,
+# datasets/) on sys.path.
+import bench_advi as common
 
 TARGET_RATIO = 1.3
 TARGET_FIT_S = 120.0
 TARGET_EXTRA_GIB = 4.0
 NUM_TRAIN, NUM_HELDOUT, K = 250_000, 10_000, 30
-DEFAULT_DATA = ROOT / "results" / "data" / "bench" / "gmm_standin_seed0.npy"
+DEFAULT_DATA = common.ROOT / "results" / "data" / "bench" / "gmm_standin_seed0.npy"
 
 
 def peak_rss_gib() -> float:
