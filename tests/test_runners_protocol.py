@@ -5,6 +5,7 @@ m = v sum_n y_n; the posterior predictive of a held-out y is N(m, 1 + v).
 """
 
 import time
+from contextlib import contextmanager
 
 import jax
 import jax.numpy as jnp
@@ -16,9 +17,11 @@ import pytest
 from numpyro.infer.util import initialize_model
 from scipy.stats import norm
 
+from runners import mcmc_runner
 from runners.advi_runner import run_advi
 from runners.config import AdviConfig, HmcConfig, NutsConfig
 from runners.mcmc_runner import _affordable, _starting_point, chunk_plan, run_mcmc
+from runners.stopwatch import Stopwatch
 from runners.trace import TraceWriter
 
 Y_TRAIN = np.random.default_rng(0).normal(1.5, 1.0, size=40).astype(np.float32)
@@ -117,15 +120,22 @@ def test_mcmc_stops_at_the_first_checkpoint_past_its_budget(tmp_path):
     assert len(trace) == 1 and facts["stopped_by_budget"] and facts["iterations"] == 20
 
 
-def test_mcmc_cuts_the_chunk_that_would_run_past_its_budget(tmp_path):
+class _SecondPerChunk(Stopwatch):
+    """A clock on which every running block takes exactly one second."""
+
+    @contextmanager
+    def running(self):
+        yield
+        self._elapsed_s += 1.0
+
+
+def test_mcmc_cuts_the_chunk_that_would_run_past_its_budget(tmp_path, monkeypatch):
+    monkeypatch.setattr(mcmc_runner, "Stopwatch", _SecondPerChunk)
     method = NutsConfig(num_warmup=60, num_samples=60, checkpoint_every=30)
-    _, full = _run(run_mcmc, method, tmp_path / "full")
-    budget_s = 1.5 * full["wall_s"].iloc[0]  # half a chunk after the first checkpoint
-    facts, trace = _run(run_mcmc, method, tmp_path / "cut", budget_s=budget_s)
-    assert facts["stopped_by_budget"] and "budget" in facts["stop_reason"]
-    assert 30 < facts["iterations"] < 60 and list(trace["iteration"]) == [
-        30, facts["iterations"]]
-    assert trace["wall_s"].iloc[-1] >= budget_s
+    facts, trace = _run(run_mcmc, method, tmp_path, budget_s=1.5)
+    # 30 transitions took 1 s, so the remaining 0.5 s afford 15 of the next chunk's 30.
+    assert list(trace["iteration"]) == [30, 45] and list(trace["wall_s"]) == [1.0, 2.0]
+    assert facts["stopped_by_budget"] and facts["stop_reason"] == "the budget of 1.5 s was reached"
 
 
 @pytest.mark.parametrize(("args", "expected"), [
