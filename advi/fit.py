@@ -271,7 +271,7 @@ def fit(
     eval_elbo: int = 100,
     max_iter: int = 10000,
     minibatch_size: int | None = None,
-    minibatch_plate: str = "data",
+    minibatch_plate: str | None = None,
     checkpoint_every: int | None = None,
     checkpoint: Callable[[CheckpointInfo], bool | None] | None = None,
     init: str = "random",
@@ -294,7 +294,7 @@ def fit(
         eval_elbo: iterations between ELBO estimates (Stan: 100).
         max_iter: iteration limit (Stan: 10000).
         minibatch_size: B for stochastic ADVI (paper Section 2.6), or None for full data.
-        minibatch_plate: name of the model's observation plate to subsample.
+        minibatch_plate: the data plate to subsample (None: the only plate, or "data").
         checkpoint_every: iterations between checkpoint calls (default: ``eval_elbo``).
         checkpoint: ``hook(info: CheckpointInfo) -> bool | None`` called every
             ``checkpoint_every`` iterations and once at the end; its time is excluded from

@@ -1,33 +1,39 @@
 """What ADVI is fitted to: a log density over zeta in R^K and the map back to theta.
 
-A :class:`Target` is the single adapter between inference and a model (STYLE.md rule 4).
+A :class:`Target` is the single adapter between inference and a model.
 :func:`from_numpyro` builds one from a NumPyro model: the transform T of paper Section 2.2 is
-NumPyro's ``biject_to(site support)`` per latent site, and ``potential_energy`` gives
-log p(X, T^-1(zeta)) + log|det J_{T^-1}(zeta)| (paper Eq. 3). :func:`from_log_density`
-wraps a plain JAX log density over R^K for users without NumPyro.
+:func:`advi.transforms.unconstraining_transform` per latent site (NumPyro's ``biject_to``,
+except where that is badly behaved), applied as NumPyro's ``potential_energy`` applies
+``biject_to``, which gives log p(X, T^-1(zeta)) + log|det J_{T^-1}(zeta)| (paper Eq. 3).
+:func:`from_log_density` wraps a plain JAX log density over R^K for users without NumPyro.
 
 Minibatching (paper Section 2.6): the model declares its observation axis with
-``numpyro.plate(minibatch_plate, N)`` and indexes its data with the plate's indices. With
-``minibatch_size=B`` the plate is handed B indices drawn uniformly *with replacement* (O(B)
-work per draw, unbiased for the full-data likelihood; NumPyro's own without-replacement
-subsample costs O(N) per draw), and NumPyro scales the plate's log likelihood by N/B.
+``numpyro.plate(name, N)`` and indexes its data with the plate's indices. The data plate is
+the model's only plate, whatever its name; a model with several plates names it with
+``minibatch_plate`` (by default the plate called "data"). With ``minibatch_size=B`` the
+plate is handed B indices drawn uniformly *with replacement* (O(B) work per draw, unbiased
+for the full-data likelihood; NumPyro's own without-replacement subsample costs O(N) per
+draw), and NumPyro scales the plate's log likelihood by N/B.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro
 from jax import Array
 from jax.flatten_util import ravel_pytree
-from numpyro.distributions.transforms import biject_to
+from numpyro.distributions.util import sum_rightmost
 from numpyro.handlers import seed, substitute, trace
 from numpyro.infer.initialization import init_to_uniform
-from numpyro.infer.util import constrain_fn, potential_energy
+from numpyro.infer.util import log_density as numpyro_log_density
 from numpyro.primitives import Messenger
+
+from .transforms import unconstraining_transform
 
 
 class Target(NamedTuple):
@@ -46,6 +52,9 @@ class Target(NamedTuple):
         num_data: N, the size of the subsampled plate, or None without minibatching.
         full_log_density_fn: ``(zeta, data) -> ()`` on all the data, or None for minibatch
             targets.
+        cache_key: a hashable identity of the functions (equal keys: the same functions of
+            data of the same shapes), under which :func:`advi.fit` reuses compiled code
+            across calls; None never reuses.
     """
 
     log_density_fn: Callable[[Array, Array, Any], Array]
@@ -54,6 +63,7 @@ class Target(NamedTuple):
     data: Any = ()
     num_data: int | None = None
     full_log_density_fn: Callable[[Array, Any], Array] | None = None
+    cache_key: Hashable | None = None
 
     def log_density(self, zeta: Array, rng_key: Array) -> Array:
         """log p(X, T^-1(zeta)) + log|det J_{T^-1}(zeta)| on this target's data, ()."""
@@ -93,6 +103,7 @@ def from_log_density(log_density: Callable[[Array], Array], dim: int) -> Target:
         constrain_fn=lambda zeta, data: {"zeta": zeta},
         dim=dim,
         full_log_density_fn=lambda zeta, data: log_density(zeta),
+        cache_key=_hashable(("log_density", log_density, dim)),
     )
 
 
@@ -101,22 +112,30 @@ class _subsample_plate(Messenger):
 
     def __init__(self, fn: Callable, name: str, size: int, rng_key: Array | None) -> None:
         self.name, self.size, self.rng_key = name, size, rng_key
-        self.found: list[int] = []
         super().__init__(fn)
 
     def process_message(self, msg: dict[str, Any]) -> None:
         if msg["type"] != "plate" or msg["name"] != self.name:
             return
         num_data = int(msg["args"][0])
-        self.found.append(num_data)
-        if self.size > num_data:
-            raise ValueError(
-                f"minibatch_size={self.size} is larger than the number of data points "
-                f"N={num_data} in plate {self.name!r}; use 1 <= minibatch_size <= {num_data}"
-            )
         key = self.rng_key if self.rng_key is not None else jax.random.PRNGKey(0)
         msg["args"] = (num_data, self.size)
         msg["value"] = jax.random.randint(key, (self.size,), 0, num_data)
+
+
+def _unconstrain_site(values: dict[str, Array], site: dict[str, Any]) -> Array | None:
+    """``substitute_fn`` mapping a latent site's zeta to theta and adding its log-Jacobian
+    as a factor (as NumPyro's ``potential_energy`` does, with our transforms)."""
+    if site["type"] != "sample" or site["name"] not in values:
+        return None
+    fn = site["fn"]
+    zeta = values[site["name"]]
+    transform = unconstraining_transform(fn.support)
+    theta = transform(zeta)
+    log_det = transform.log_abs_det_jacobian(zeta, theta)
+    log_det = sum_rightmost(log_det, jnp.ndim(log_det) - jnp.ndim(theta) + len(fn.event_shape))
+    numpyro.factor(f"_{site['name']}_log_det", log_det)
+    return theta
 
 
 def _latent_sites(model_trace: dict[str, Any]) -> dict[str, Any]:
@@ -130,8 +149,9 @@ def _latent_sites(model_trace: dict[str, Any]) -> dict[str, Any]:
         if site["type"] == "sample" and not site["is_observed"]:
             if site["fn"].support.is_discrete:
                 raise ValueError(
-                    f"latent site {name!r} is discrete; ADVI needs continuous latent "
-                    "variables (sum discrete ones out, as the paper's GMM does)"
+                    f"latent site {name!r} is discrete ({type(site['fn']).__name__}); ADVI "
+                    "needs continuous latent variables (sum discrete ones out, as the "
+                    "paper's GMM does)"
                 )
             sites[name] = site
     if not sites:
@@ -139,37 +159,71 @@ def _latent_sites(model_trace: dict[str, Any]) -> dict[str, Any]:
     return sites
 
 
-def _probe(
-    model: Callable,
-    model_args: tuple,
-    model_kwargs: dict[str, Any],
-    minibatch_size: int | None,
-    minibatch_plate: str,
-) -> tuple[int | None, dict[str, Array]]:
+class _Probe(NamedTuple):
+    shapes: dict[str, tuple[int, ...]]  # latent site -> zeta shape
+    plates: dict[str, int]  # plate name -> size
+
+
+def _probe(model: Callable, model_args: tuple, model_kwargs: dict[str, Any]) -> _Probe:
     """Trace the model abstractly (no compilation, no data touched) for its latent sites'
-    unconstrained shapes and, with minibatching, the plate size N."""
+    unconstrained shapes and its plates' sizes."""
     found: dict[str, Any] = {}
 
     def run() -> None:
-        probe = _subsample_plate(model, minibatch_plate, minibatch_size or 1, None)
-        seeded = seed(probe if minibatch_size else model, 0)
-        traced = substitute(seeded, substitute_fn=init_to_uniform)
+        traced = substitute(seed(model, 0), substitute_fn=init_to_uniform)
         model_trace = trace(traced).get_trace(*model_args, **model_kwargs)
-        found["plates"] = probe.found
+        found["plates"] = {
+            name: int(site["args"][0])
+            for name, site in model_trace.items()
+            if site["type"] == "plate"
+        }
         found["shapes"] = {
-            name: biject_to(s["fn"].support).inverse_shape(jnp.shape(s["value"]))
+            name: tuple(
+                unconstraining_transform(s["fn"].support).inverse_shape(jnp.shape(s["value"]))
+            )
             for name, s in _latent_sites(model_trace).items()
         }
 
     jax.eval_shape(run)
-    if minibatch_size is not None and not found["plates"]:
+    return _Probe(found["shapes"], found["plates"])
+
+
+def _data_plate(plates: dict[str, int], minibatch_plate: str | None, size: int) -> str:
+    """The plate to subsample: the named one, else the only one, else the one called "data".
+
+    Raises:
+        ValueError: naming the plates found when none fits, and naming B and N when B > N.
+    """
+    if minibatch_plate is None:
+        found = list(plates) if len(plates) == 1 else [p for p in plates if p == "data"]
+        if not found:
+            raise ValueError(
+                f"minibatch_size={size} needs the model's data plate, but the model has "
+                f"{len(plates)} plates {sorted(plates)}; pass minibatch_plate=<one of them>"
+            )
+        minibatch_plate = found[0]
+    elif minibatch_plate not in plates:
         raise ValueError(
-            f"minibatch_size={minibatch_size} was given but the model has no plate named "
-            f"{minibatch_plate!r}; declare the observation axis with "
-            f"numpyro.plate({minibatch_plate!r}, N) or pass minibatch_plate=..."
+            f"minibatch_size={size} was given but the model has no plate named "
+            f"{minibatch_plate!r} (its plates: {sorted(plates)}); declare the observation "
+            f"axis with numpyro.plate({minibatch_plate!r}, N) or name one of its plates"
         )
-    num_data = found["plates"][0] if minibatch_size is not None else None
-    return num_data, {name: jnp.zeros(shape) for name, shape in found["shapes"].items()}
+    num_data = plates[minibatch_plate]
+    if size > num_data:
+        raise ValueError(
+            f"minibatch_size={size} is larger than the number of data points N={num_data} "
+            f"in plate {minibatch_plate!r}; use 1 <= minibatch_size <= {num_data}"
+        )
+    return minibatch_plate
+
+
+def _check_minibatch_size(minibatch_size: Any) -> None:
+    if minibatch_size is None:
+        return
+    if isinstance(minibatch_size, bool) or not isinstance(minibatch_size, (int, np.integer)):
+        raise ValueError(f"minibatch_size={minibatch_size!r} must be an integer >= 1 or None")
+    if minibatch_size < 1:
+        raise ValueError(f"minibatch_size={minibatch_size} must be >= 1 (or None for all data)")
 
 
 def from_numpyro(
@@ -178,77 +232,122 @@ def from_numpyro(
     model_kwargs: dict[str, Any] | None = None,
     *,
     minibatch_size: int | None = None,
-    minibatch_plate: str = "data",
+    minibatch_plate: str | None = None,
 ) -> Target:
     """Build the ADVI target of a NumPyro model (paper Section 2.2, automatic transformation).
 
     Args:
         model: a NumPyro model; every latent site continuous with a ``numpyro.sample`` prior.
         model_args, model_kwargs: the model's arguments (the data).
-        minibatch_size: B, or None for the full data. With B, the plate called
-            ``minibatch_plate`` gets B indices per log-density evaluation (module docstring).
-        minibatch_plate: the name of the model's observation plate.
+        minibatch_size: B, or None for the full data. With B, the data plate gets B indices
+            per log-density evaluation (module docstring).
+        minibatch_plate: the name of the model's data plate; None takes the model's only
+            plate, or the one called "data" when it has several.
 
     Raises:
-        ValueError: for B < 1, B > N (naming both numbers), a model without a plate of that
-            name when B is given, param sites or discrete latent sites.
+        ValueError: for B < 1, B > N (naming both numbers), no plate to subsample, param
+            sites, discrete latent sites (naming the site), or array arguments with
+            non-finite values (naming the argument and the count); all before any
+            compilation.
     """
     model_kwargs = dict(model_kwargs or {})
+    _check_minibatch_size(minibatch_size)
+    data, rebuild, signature = _split_data(model_args, model_kwargs)
+    probe = _probe(model, model_args, model_kwargs)
+    plate = None
     if minibatch_size is not None:
-        if isinstance(minibatch_size, bool) or not isinstance(minibatch_size, int):
-            raise ValueError(f"minibatch_size={minibatch_size!r} must be an integer >= 1 or None")
-        if minibatch_size < 1:
-            raise ValueError(f"minibatch_size={minibatch_size} must be >= 1")
-
-    def wrapped(rng_key: Array | None) -> Callable:
-        if minibatch_size is None:
-            return seed(model, jax.random.PRNGKey(0) if rng_key is None else rng_key)
-        return seed(
-            _subsample_plate(model, minibatch_plate, minibatch_size, rng_key),
-            jax.random.PRNGKey(0) if rng_key is None else rng_key,
-        )
-
-    num_data, template = _probe(model, model_args, model_kwargs, minibatch_size, minibatch_plate)
+        plate = _data_plate(probe.plates, minibatch_plate, int(minibatch_size))
+    template = {name: jnp.zeros(shape) for name, shape in probe.shapes.items()}
     flat, unravel = ravel_pytree(template)
-    data, rebuild = _split_data(model_args, model_kwargs)
 
-    def log_density(zeta: Array, rng_key: Array, data: Any) -> Array:
-        args, kwargs = rebuild(data)
-        return -potential_energy(wrapped(rng_key), args, kwargs, unravel(zeta))
+    def seeded(rng_key: Array | None) -> Callable:
+        key = jax.random.PRNGKey(0) if rng_key is None else rng_key
+        if plate is None:
+            return seed(model, key)
+        return seed(_subsample_plate(model, plate, int(minibatch_size), rng_key), key)
 
-    def full_log_density(zeta: Array, data: Any) -> Array:
+    def conditioned(fn: Callable, zeta: Array) -> Callable:
+        values = unravel(zeta)
+        return substitute(fn, substitute_fn=lambda site: _unconstrain_site(values, site))
+
+    def log_joint(fn: Callable, zeta: Array, data: Any) -> Array:
         args, kwargs = rebuild(data)
-        return -potential_energy(seed(model, 0), args, kwargs, unravel(zeta))
+        return numpyro_log_density(conditioned(fn, zeta), args, kwargs, {})[0]
 
     def constrain(zeta: Array, data: Any) -> dict[str, Array]:
         args, kwargs = rebuild(data)
-        values = constrain_fn(wrapped(None), args, kwargs, unravel(zeta))
-        return {name: values[name] for name in template}
+        model_trace = trace(conditioned(seeded(None), zeta)).get_trace(*args, **kwargs)
+        return {name: model_trace[name]["value"] for name in template}
 
     return Target(
-        log_density_fn=log_density,
+        log_density_fn=lambda zeta, rng_key, data: log_joint(seeded(rng_key), zeta, data),
         constrain_fn=constrain,
         dim=int(flat.shape[0]),
         data=data,
-        num_data=num_data,
-        full_log_density_fn=None if minibatch_size is not None else full_log_density,
+        num_data=None if plate is None else probe.plates[plate],
+        full_log_density_fn=(
+            None if plate is not None else lambda zeta, data: log_joint(seed(model, 0), zeta, data)
+        ),
+        cache_key=_hashable(("numpyro", model, signature, minibatch_size, plate)),
     )
 
 
-def _split_data(model_args: tuple, model_kwargs: dict[str, Any]) -> tuple[tuple, Callable]:
+def _hashable(key: tuple) -> Hashable | None:
+    """``key`` if it can be hashed (a model argument may not be), else None."""
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _split_data(
+    model_args: tuple, model_kwargs: dict[str, Any]
+) -> tuple[tuple, Callable, tuple]:
     """Separate the array arguments of a model (the data, moved to the device once) from
     the rest (sizes, hyperparameters, flags), which stay Python values.
 
     Returns:
-        (data, rebuild): the arrays as a tuple, and ``rebuild(data) -> (args, kwargs)``.
+        (data, rebuild, signature): the arrays as a tuple; ``rebuild(data) -> (args,
+        kwargs)``; and a description of the arguments that equal for calls whose arrays
+        have the same shapes and dtypes and whose other arguments are equal.
+
+    Raises:
+        ValueError: when a floating-point array holds NaN or inf, naming the argument (its
+            position or keyword) and the count.
     """
-    leaves, treedef = jax.tree.flatten((tuple(model_args), dict(model_kwargs)))
+    paths_leaves, treedef = jax.tree_util.tree_flatten_with_path(
+        (tuple(model_args), dict(model_kwargs))
+    )
+    leaves = [leaf for _, leaf in paths_leaves]
     is_array = [isinstance(leaf, (jax.Array, np.ndarray)) for leaf in leaves]
+    for (path, leaf), array in zip(paths_leaves, is_array, strict=True):
+        if array and jnp.issubdtype(leaf.dtype, jnp.inexact):
+            bad = int(np.size(leaf) - np.count_nonzero(np.isfinite(np.asarray(leaf))))
+            if bad:
+                raise ValueError(
+                    f"model argument {_describe(path)} (shape {tuple(leaf.shape)}) holds {bad} "
+                    "non-finite values (NaN or inf); ADVI needs finite data: drop or impute "
+                    "them, or mask them inside the model"
+                )
     data = tuple(jnp.asarray(leaf) for leaf, a in zip(leaves, is_array, strict=True) if a)
+    signature = (treedef, tuple(
+        (leaf.shape, str(leaf.dtype)) if a else (type(leaf), leaf)
+        for leaf, a in zip(leaves, is_array, strict=True)
+    ))
 
     def rebuild(data: tuple) -> tuple[tuple, dict[str, Any]]:
         arrays = iter(data)
         merged = [next(arrays) if a else leaf for leaf, a in zip(leaves, is_array, strict=True)]
         return jax.tree.unflatten(treedef, merged)
 
-    return data, rebuild
+    return data, rebuild, signature
+
+
+def _describe(path: tuple) -> str:
+    """'x' for the keyword argument x, 'number 2' for the second positional argument."""
+    where, first, *rest = path
+    inner = jax.tree_util.keystr(tuple(rest))
+    if where.idx == 0:
+        return f"number {first.idx + 1}{inner}"
+    return f"{first.key!r}{inner}"

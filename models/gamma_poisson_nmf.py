@@ -9,8 +9,8 @@ The ordering removes the scale non-identifiability (Appendix H). Stan writes it 
 sample site whose distribution, ``OrderedGamma``, is the law of the order statistics of K iid
 Gamma draws: density K! prod_k Gamma(theta_uk | a, b) on the ordered cone. That is Stan's
 density times the constant K!, so it is proper (it can be sampled, e.g. for NUTS's
-initialisation) and gives the same posterior. Its support ``positive_ordered_vector`` maps to
-R^K by NumPyro's ``biject_to`` (ordered increments, then exp), with the log-Jacobian added.
+initialisation) and gives the same posterior. Its support, a ``positive_ordered_vector``, maps
+to R^K by Stan's transform (cumulative exp) in ADVI and in NumPyro's samplers alike.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import gammaln
 from numpyro.distributions import constraints
-from numpyro.distributions.transforms import Transform, biject_to
+from numpyro.distributions.transforms import biject_to
 
+from advi.transforms import CumulativeExp
 from models import _poisson_factorisation as factorisation
 from models._checks import require_count, require_positive
 
@@ -31,35 +32,12 @@ log_likelihood = factorisation.log_likelihood
 load = factorisation.load_frey
 
 
-class _StanPositiveOrdered(constraints._PositiveOrderedVector):
-    """``positive_ordered_vector`` whose bijection is Stan's (see :class:`CumulativeExp`)."""
+class _StanPositiveOrdered(type(constraints.positive_ordered_vector)):
+    """``positive_ordered_vector`` whose ``biject_to`` is Stan's cumulative exp, so that
+    NumPyro's samplers use the transform ADVI uses (:class:`advi.transforms.CumulativeExp`)."""
 
 
 stan_positive_ordered = _StanPositiveOrdered()
-
-
-class CumulativeExp(Transform):
-    """Stan's positive-ordered transform: theta_k = sum_{j <= k} exp(zeta_j).
-
-    log|det J| = sum_k zeta_k (the Jacobian is lower triangular with diagonal exp(zeta_k)).
-    NumPyro's own ``biject_to(positive_ordered_vector)`` is exp of an ordered vector,
-    theta_k = exp(zeta_1 + sum_{1 < j <= k} exp(zeta_j)): doubly exponential, so draws of q
-    with standard deviation ~1 overflow to inf at the paper's initialisation.
-    """
-
-    domain = constraints.real_vector
-    codomain = stan_positive_ordered
-
-    def __call__(self, x: jax.Array) -> jax.Array:
-        return jnp.cumsum(jnp.exp(x), axis=-1)
-
-    def _inverse(self, y: jax.Array) -> jax.Array:
-        return jnp.log(jnp.concatenate([y[..., :1], jnp.diff(y, axis=-1)], axis=-1))
-
-    def log_abs_det_jacobian(
-        self, x: jax.Array, y: jax.Array, intermediates: object = None
-    ) -> jax.Array:
-        return jnp.sum(x, axis=-1)
 
 
 @biject_to.register(_StanPositiveOrdered)

@@ -1,0 +1,92 @@
+"""advi.from_numpyro: every constraint from any q, the data plate, bad data named early."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from numpyro.distributions import constraints
+
+import advi
+
+KEY = jax.random.PRNGKey(0)
+
+
+def _ordered_model(y):
+    # Three ordered positive levels, y_j ~ N(theta_j, 0.1): NumPyro's own transform for this
+    # support is doubly exponential and overflows at a standard-normal q.
+    theta = numpyro.sample(
+        "theta", dist.ImproperUniform(constraints.positive_ordered_vector, (), (3,))
+    )
+    numpyro.sample("y", dist.Normal(theta, 0.1), obs=y)
+
+
+def test_positive_ordered_model_fits_from_a_random_q():
+    y = jnp.array([0.5, 2.0, 6.0])
+    target = advi.from_numpyro(_ordered_model, (y,))
+    zeta = jax.random.normal(KEY, (1000, 3)) * 2.0  # wide draws, as from an initial q
+    values = jax.vmap(target.log_density, (0, None))(zeta, KEY)
+    assert bool(jnp.all(jnp.isfinite(values)))
+    assert float(jnp.median(values)) > -2000.0  # NumPyro's transform: -2.4e5, 7% non-finite
+    result = advi.fit(_ordered_model, y, rng_key=KEY, grad_samples=10, tol_rel_obj=1e-3)
+    np.testing.assert_allclose(result.mean()["theta"], y, atol=0.25)  # posterior sd 0.1
+
+
+def _poisson_rows(x):
+    lam = numpyro.sample("lam", dist.Exponential(1.0))
+    with numpyro.plate("rows", x.shape[0]) as idx:
+        numpyro.sample("x", dist.Poisson(lam), obs=x[idx])
+
+
+def _two_plates(x):
+    lam = numpyro.sample("lam", dist.Exponential(1.0))
+    with numpyro.plate("groups", 2):
+        numpyro.sample("u", dist.Normal(0.0, 1.0))
+    with numpyro.plate("rows", x.shape[0]) as idx:
+        numpyro.sample("x", dist.Poisson(lam), obs=x[idx])
+
+
+def test_the_only_plate_is_the_data_plate_whatever_its_name():
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.poisson(3.0, size=500), jnp.float32)
+    target = advi.from_numpyro(_poisson_rows, (x,), minibatch_size=50)
+    assert target.num_data == 500
+    result = advi.fit(_poisson_rows, x, rng_key=KEY, minibatch_size=50, eta=0.1, max_iter=2000)
+    a, b = 1.0 + float(x.sum()), 501.0
+    assert float(jnp.exp(result.params.mu[0])) == pytest.approx(a / b, rel=0.05)
+
+
+def test_several_plates_need_a_name_and_a_name_works():
+    x = jnp.ones(10)
+    with pytest.raises(ValueError, match=r"2 plates \['groups', 'rows'\].*minibatch_plate"):
+        advi.from_numpyro(_two_plates, (x,), minibatch_size=5)
+    target = advi.from_numpyro(_two_plates, (x,), minibatch_size=5, minibatch_plate="rows")
+    assert target.num_data == 10
+
+
+@pytest.mark.parametrize("size, match", [
+    (11, "minibatch_size=11 is larger .* N=10 in plate 'rows'"),
+    (0, "minibatch_size=0 must be >= 1"),
+])
+def test_minibatch_size_outside_1_to_n_names_both_numbers(size, match):
+    with pytest.raises(ValueError, match=match):
+        advi.from_numpyro(_two_plates, (jnp.ones(10),), minibatch_size=size,
+                          minibatch_plate="rows")
+
+
+@pytest.mark.parametrize("minibatch_size", [None, 5])
+def test_non_finite_data_is_named_before_compilation(minibatch_size):
+    x = jnp.ones(10).at[3].set(jnp.nan).at[7].set(jnp.inf)
+    with pytest.raises(ValueError, match=r"model argument number 1 .*holds 2 non-finite"):
+        advi.fit(_poisson_rows, x, rng_key=KEY, minibatch_size=minibatch_size)
+    with pytest.raises(ValueError, match=r"model argument 'x' .*holds 2 non-finite"):
+        advi.fit(_poisson_rows, rng_key=KEY, x=x, minibatch_size=minibatch_size)
+
+
+def test_a_discrete_latent_site_is_named():
+    def model():
+        numpyro.sample("k", dist.Poisson(3.0))
+
+    with pytest.raises(ValueError, match="latent site 'k' is discrete"):
+        advi.from_numpyro(model)
