@@ -26,13 +26,22 @@ from .diagnostics import pareto_khat
 from .elbo import elbo_estimate, elbo_grad
 from .families import FULLRANK, MEANFIELD, FullRankParams, MeanFieldParams, get_family
 from .fit import ETA_GRID, fit
+from .laplace import LaplaceStart, laplace_start
+from .presets import OPTIONS, PRESETS
 from .result import ADVIError, ADVIResult, Approximation, CheckpointInfo, ELBOHistory
+from .stationarity import split_rhat
+from .step import ADVIState, StepInfo, init, step
 from .step_size import get_optimizer, scale_by_stan_step_size
 from .target import Target, from_log_density, from_numpyro
 
 __all__ = [
     "ADVIError",
     "ADVIResult",
+    "ADVIState",
+    "LaplaceStart",
+    "OPTIONS",
+    "PRESETS",
+    "StepInfo",
     "Approximation",
     "CheckpointInfo",
     "ConvergenceMonitor",
@@ -50,6 +59,10 @@ __all__ = [
     "from_numpyro",
     "get_family",
     "get_optimizer",
+    "init",
+    "laplace_start",
     "pareto_khat",
     "scale_by_stan_step_size",
+    "split_rhat",
+    "step",
 ]

@@ -84,6 +84,10 @@ class ELBOHistory(NamedTuple):
         eta: float, the step-size scale in use.
         wall_s: float, optimisation seconds so far (eta search included; compilation and
             checkpoint hooks excluded).
+        max_rhat: float, the robust preset's split R-hat statistic (95% quantile) at that
+            row (nan before the first check); None for the relative-ELBO rule. With
+            ``stop="rhat"`` the ``elbo`` column is the mean of the chunk's M-draw estimates
+            and the ``rel_*`` columns are nan.
     """
 
     iteration: np.ndarray
@@ -93,6 +97,7 @@ class ELBOHistory(NamedTuple):
     rel_median: np.ndarray
     eta: np.ndarray
     wall_s: np.ndarray
+    max_rhat: np.ndarray | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,9 +108,10 @@ class ADVIResult:
         approximation: the fitted q and its constraining map (:class:`Approximation`).
         eta: the step-size scale used at the end of the run (after any restarts).
         eta_adapted: True when eta came from the eta search rather than the user.
-        converged: True when the relative-ELBO test fired.
-        convergence_reason: "mean", "median", "mean and median" (the rule that fired),
-            "max_iter" or "stopped by checkpoint".
+        converged: True when the stopping rule fired.
+        convergence_reason: "mean", "median", "mean and median" (the relative-ELBO rule
+            that fired), "rhat" (the iterates were stationary), "max_iter" or
+            "stopped by checkpoint".
         num_iterations: optimisation iterations run (eta search not counted).
         elbo_history: :class:`ELBOHistory`.
         wall_s: seconds of optimisation (eta search included), excluding compilation and the
@@ -118,6 +124,10 @@ class ADVIResult:
         restarts: tuple of (iteration, failed eta, new eta) for each restart after
             non-finite draws.
         warnings: human-readable warnings issued during the fit.
+        start: how the initial q was chosen ("init=random", "laplace (N L-BFGS steps)",
+            or the init used when the Laplace start was refused).
+        redraws: non-finite draws replaced during the optimisation (counted by the
+            robust loop; None for Stan's loop, which does not count them).
     """
 
     approximation: Approximation
@@ -133,6 +143,8 @@ class ADVIResult:
     khat_log_weights: np.ndarray | None
     restarts: tuple[tuple[int, float, float], ...]
     warnings: tuple[str, ...]
+    start: str = "init=random"
+    redraws: int | None = None
 
     @functools.cached_property
     def pareto_khat(self) -> float | None:

@@ -80,20 +80,11 @@ def run_advi(
     result = advi.fit(
         model,
         rng_key=fit_key,
-        family=method.family,
-        grad_samples=method.grad_samples,
-        elbo_samples=method.elbo_samples,
-        eta=method.eta,
-        adapt_iter=method.adapt_iter,
-        tol_rel_obj=method.tol_rel_obj,
-        eval_elbo=method.eval_elbo,
-        max_iter=method.max_iter,
-        minibatch_size=method.minibatch_size,
-        init=method.init,
-        optimizer=method.optimizer,
-        checkpoint_every=method.checkpoint_every,
+        preset=method.preset,
+        model_kwargs=train,
         checkpoint=checkpoint,
-        **train,
+        checkpoint_every=method.checkpoint_every,
+        **method.options(),
     )
     return {
         "iterations": int(result.num_iterations),
@@ -105,4 +96,5 @@ def run_advi(
         "eta": float(result.eta),
         "pareto_khat": None if result.pareto_khat is None else float(result.pareto_khat),
         "warnings": list(result.warnings),
+        "start": result.start,
     }

@@ -24,6 +24,8 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+import advi
+
 
 def _check(obj: object, name: str, ok: Callable[[Any], bool], requirement: str) -> None:
     """Raises ValueError naming ``obj.name`` and its value unless ``ok(value)``.
@@ -195,77 +197,99 @@ class ExperimentConfig:
 
 @dataclass
 class AdviConfig:
-    """ADVI through ``advi.fit``; field names and defaults are Stan's (``conf/method/advi.yaml``).
+    """ADVI through ``advi.fit``: a preset and the options that override it
+    (``conf/method/advi.yaml``, ``advi_robust.yaml``). An option left null takes the
+    preset's value (``advi.PRESETS``, the one home of the defaults).
 
     Attributes:
+        preset: ``stan`` (Stan's ADVI, the paper's algorithm) or ``robust`` (the library's
+            own: Laplace start, preconditioned Adam, split-R-hat stop, iterate averaging).
         family: ``meanfield`` (the paper) or ``fullrank``.
         grad_samples: M, Monte Carlo draws per gradient (paper Section 2.5).
         elbo_samples: draws per ELBO estimate for the convergence check.
-        eta: step-size scale; None runs Stan's eta search.
+        eta: step-size scale; null takes the preset's (Stan's: the eta search).
         adapt_iter: iterations per eta candidate in the search.
-        tol_rel_obj: relative ELBO tolerance of the convergence rule.
-        eval_elbo: iterations between ELBO estimates.
+        tol_rel_obj: relative ELBO tolerance of Stan's convergence rule.
+        eval_elbo: iterations between ELBO estimates (or stationarity checks).
         max_iter: iteration cap.
         minibatch_size: B for stochastic ADVI (paper Section 2.6); None uses all data.
         init: initial mu: ``random`` (N(0, I), the paper's study), ``zero`` (Algorithm 1)
-            or ``stan`` (U(-2, 2)); omega = 0 always.
+            or ``stan`` (U(-2, 2)).
         optimizer: ``stan`` (the paper's step-size sequence) or an optax optimiser name.
         checkpoint_every: iterations between checkpoints (held-out score, trace row).
         eval_draws: S, draws from q scored at each checkpoint.
     """
 
-    family: str = "meanfield"
-    grad_samples: int = 1
-    elbo_samples: int = 100
+    preset: str = "stan"
+    family: str | None = None
+    grad_samples: int | None = None
+    elbo_samples: int | None = None
     eta: float | None = None
-    adapt_iter: int = 50
-    tol_rel_obj: float = 0.01
-    eval_elbo: int = 100
-    max_iter: int = 10000
+    adapt_iter: int | None = None
+    tol_rel_obj: float | None = None
+    eval_elbo: int | None = None
+    max_iter: int | None = None
     minibatch_size: int | None = None
-    init: str = "random"
-    optimizer: str = "stan"
+    init: str | None = None
+    optimizer: str | None = None
     checkpoint_every: int = 100
     eval_draws: int = 1000
 
     def __post_init__(self) -> None:
-        _check(self, "family", lambda v: v in ("meanfield", "fullrank"), "meanfield|fullrank")
+        _check(self, "preset", lambda v: v in advi.PRESETS, "|".join(advi.PRESETS))
+        _check(self, "family", lambda v: v in (None, "meanfield", "fullrank"),
+               "meanfield|fullrank|null")
         for name in ("grad_samples", "elbo_samples", "adapt_iter", "eval_elbo", "max_iter",
-                     "checkpoint_every", "eval_draws"):
+                     "minibatch_size"):
+            _check(self, name, lambda v: v is None or v >= 1, "an integer >= 1 or null")
+        for name in ("checkpoint_every", "eval_draws"):
             _check(self, name, lambda v: v >= 1, "an integer >= 1")
         _check(self, "eta", lambda v: v is None or _positive(v), "positive or null")
-        _check(self, "tol_rel_obj", _positive, "positive")
-        _check(self, "minibatch_size", lambda v: v is None or v >= 1, "an integer >= 1 or null")
+        _check(self, "tol_rel_obj", lambda v: v is None or _positive(v), "positive or null")
+
+    def options(self) -> dict[str, Any]:
+        """The ``advi.fit`` options set here (null ones left to the preset)."""
+        names = [n for n in advi.OPTIONS if hasattr(self, n)]
+        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+
+    def resolved(self) -> dict[str, Any]:
+        """Every ``advi.fit`` option with its value for this run (preset, then overrides)."""
+        return advi.presets.resolve(self.preset, self.options())
 
     def run_name(self) -> str:
-        """The method's folder name, e.g. ``advi_M1``, ``advi_M10_B500``, ``advi_fullrank_M1``.
+        """The method's folder name, e.g. ``advi_M1``, ``advi_M10_B500``, ``advi_robust_M1``.
 
-        It names every setting that changes the algorithm (family, M, B, a fixed eta, the
-        initialisation, the optimiser), so a sweep over any of them gives distinct folders.
+        It names every setting that changes the algorithm (preset, family, M, B, a fixed
+        eta, the initialisation, the optimiser), so a sweep over any of them gives distinct
+        folders.
         """
-        parts = ["advi"]
-        if self.family != "meanfield":
-            parts.append(self.family)
-        parts.append(f"M{self.grad_samples}")
-        if self.minibatch_size is not None:
-            parts.append(f"B{self.minibatch_size}")
-        if self.eta is not None:
-            parts.append(f"eta{self.eta:g}")
-        if self.init != "random":
-            parts.append(f"init-{self.init}")
-        if self.optimizer != "stan":
-            parts.append(self.optimizer)
+        o, base = self.resolved(), advi.PRESETS[self.preset]
+        parts = ["advi"] + ([self.preset] if self.preset != "stan" else [])
+        if o["family"] != "meanfield":
+            parts.append(o["family"])
+        parts.append(f"M{o['grad_samples']}")
+        if o["minibatch_size"] is not None:
+            parts.append(f"B{o['minibatch_size']}")
+        if o["eta"] != base["eta"]:
+            parts.append(f"eta{o['eta']:g}")
+        if o["init"] != base["init"]:
+            parts.append(f"init-{o['init']}")
+        if o["optimizer"] != base["optimizer"]:
+            parts.append(o["optimizer"])
         return "_".join(parts)
 
     def label(self) -> str:
-        """The legend entry, as in the paper: ``ADVI (M=1)``, ``ADVI (M=1, B=500)``."""
-        details = [f"M={self.grad_samples}"]
-        if self.minibatch_size is not None:
-            details.append(f"B={self.minibatch_size}")
-        if self.eta is not None:
-            details.append(f"eta={self.eta:g}")
-        family = "" if self.family == "meanfield" else f" {self.family}"
-        return f"ADVI{family} ({', '.join(details)})"
+        """The legend entry, as in the paper: ``ADVI (M=1)``, ``ADVI (M=1, B=500)``,
+        ``ADVI robust (M=1)``."""
+        o, base = self.resolved(), advi.PRESETS[self.preset]
+        details = [f"M={o['grad_samples']}"]
+        if o["minibatch_size"] is not None:
+            details.append(f"B={o['minibatch_size']}")
+        if o["eta"] != base["eta"]:
+            details.append(f"eta={o['eta']:g}")
+        family = "" if o["family"] == "meanfield" else f" {o['family']}"
+        preset = "" if self.preset == "stan" else f" {self.preset}"
+        return f"ADVI{preset}{family} ({', '.join(details)})"
 
 
 @dataclass

@@ -147,7 +147,7 @@ def _starting_point(model: Callable[..., None], train: dict[str, Any], init: str
         return init_to_uniform(radius=2.0), 0.0, 0.0
     if init != "advi":
         raise ValueError(f"init = {init!r}: must be 'uniform' or 'advi'")
-    fit = advi.fit(model, rng_key=rng_key, khat_samples=0, **train)
+    fit = advi.fit(model, rng_key=rng_key, khat_samples=0, model_kwargs=train)
     logger.info("init: ADVI's mean after %d iterations (%.2f s, %s)",
                 fit.num_iterations, fit.wall_s, fit.convergence_reason)
     values = {name: jnp.asarray(value) for name, value in fit.approximation.mean().items()}

@@ -139,9 +139,12 @@ def _checkpoint_setting(run: Config) -> str:
     iterations, until the relative ELBO change is below 0.01 or 10000 iterations``."""
     method = run.method
     if isinstance(method, AdviConfig):
+        o = method.resolved()
+        rule = (f"the relative ELBO change is below {o['tol_rel_obj']:g}"
+                if o["stop"] == "relative_elbo" else "the iterates are stationary (split R-hat "
+                "< 1.1; the result is their average over the stationary window)")
         return (f"S = {method.eval_draws} draws from q every {method.checkpoint_every} "
-                f"iterations, until the relative ELBO change is below {method.tol_rel_obj:g} "
-                f"or {method.max_iter} iterations")
+                f"iterations, until {rule} or {o['max_iter']} iterations")
     return f"every {method.checkpoint_every} transitions"
 
 

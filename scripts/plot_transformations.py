@@ -47,7 +47,7 @@ def render(out_png: Path, *, seed: int = 0, num_counts: int = 3) -> dict[str, fl
     a, b = poisson_exponential.exact_posterior(x)
     result = advi.fit(
         poisson_exponential.model, rng_key=jax.random.PRNGKey(seed), grad_samples=10,
-        tol_rel_obj=1e-3, **problem.train,
+        tol_rel_obj=1e-3, model_kwargs=problem.train,
     )
     mu = float(result.params.mu[0])
     sigma = float(np.exp(result.params.omega[0]))

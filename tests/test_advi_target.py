@@ -81,7 +81,7 @@ def test_non_finite_data_is_named_before_compilation(minibatch_size):
     with pytest.raises(ValueError, match=r"model argument number 1 .*holds 2 non-finite"):
         advi.fit(_poisson_rows, x, rng_key=KEY, minibatch_size=minibatch_size)
     with pytest.raises(ValueError, match=r"model argument 'x' .*holds 2 non-finite"):
-        advi.fit(_poisson_rows, rng_key=KEY, x=x, minibatch_size=minibatch_size)
+        advi.fit(_poisson_rows, rng_key=KEY, model_kwargs={"x": x}, minibatch_size=minibatch_size)
 
 
 def test_a_discrete_latent_site_is_named():
