@@ -30,26 +30,51 @@ class Approximation(NamedTuple):
 
     def sample_zeta(self, rng_key: Array, num_samples: int) -> Array:
         """Draws from q in zeta-space, shape (num_samples, K)."""
-        eps = jax.random.normal(rng_key, (num_samples, self.params.mu.shape[-1]))
-        return self.family.transform(self.params, eps)
+        return _draw_zeta(self.family.transform, self.params, rng_key, num_samples)
 
     def sample(self, rng_key: Array, num_samples: int) -> dict[str, Array]:
-        """Constrained draws theta = T^-1(zeta), zeta ~ q.
+        """Constrained draws theta = T^-1(zeta), zeta ~ q, in one compiled call (reused by
+        later fits of the same model and shapes, see ``Target.cache_key``).
 
         Returns:
             dict site name -> array of shape (num_samples, *site_shape).
         """
-        zeta = self.sample_zeta(rng_key, num_samples)
-        return _constrain_batch(self.target.constrain_fn, zeta, self.target.data)
+        sampler = _sampler(self.target.cache_key, self.family, self.target.constrain_fn)
+        return sampler(self.params, rng_key, num_samples, self.target.data)
 
     def mean(self) -> dict[str, Array]:
         """The constrained image T^-1(mu) of the mean of q (not the mean of theta)."""
         return self.target.constrain(self.params.mu)
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _constrain_batch(constrain_fn: Callable, zeta: Array, data: Any) -> dict[str, Array]:
-    return jax.vmap(constrain_fn, in_axes=(0, None))(zeta, data)
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _draw_zeta(transform: Callable, params: Any, rng_key: Array, num_samples: int) -> Array:
+    eps = jax.random.normal(rng_key, (num_samples, params.mu.shape[-1]), params.mu.dtype)
+    return transform(params, eps)
+
+
+_SAMPLERS: dict[Any, Callable] = {}
+
+
+def _sampler(cache_key: Any, family: Family, constrain_fn: Callable) -> Callable:
+    """``sample(params, rng_key, num_samples, data) -> dict``, jitted; kept per
+    ``cache_key`` (None: a new one each call) so that equal targets share the compiled
+    code."""
+    key = None if cache_key is None else (cache_key, family)
+    if key in _SAMPLERS:
+        return _SAMPLERS[key]
+
+    @functools.partial(jax.jit, static_argnums=2)
+    def sample(params: Any, rng_key: Array, num_samples: int, data: Any) -> dict[str, Array]:
+        eps = jax.random.normal(rng_key, (num_samples, params.mu.shape[-1]), params.mu.dtype)
+        zeta = family.transform(params, eps)
+        return jax.vmap(constrain_fn, in_axes=(0, None))(zeta, data)
+
+    if key is not None:
+        if len(_SAMPLERS) >= 16:
+            _SAMPLERS.pop(next(iter(_SAMPLERS)))
+        _SAMPLERS[key] = sample
+    return sample
 
 
 class CheckpointInfo(NamedTuple):

@@ -330,7 +330,10 @@ def _split_data(
                     "non-finite values (NaN or inf); ADVI needs finite data: drop or impute "
                     "them, or mask them inside the model"
                 )
-    data = tuple(jnp.asarray(leaf) for leaf, a in zip(leaves, is_array, strict=True) if a)
+    # dtype given: a weakly typed array (jnp.full(7, 2.0)) becomes strongly typed, so that
+    # equal shapes and dtypes always hit the same compiled code
+    data = tuple(jnp.asarray(leaf, dtype=leaf.dtype)
+                 for leaf, a in zip(leaves, is_array, strict=True) if a)
     signature = (treedef, tuple(
         (leaf.shape, str(leaf.dtype)) if a else (type(leaf), leaf)
         for leaf, a in zip(leaves, is_array, strict=True)

@@ -1,0 +1,145 @@
+"""preset="robust": Laplace start, preconditioned steps, stationarity stop, averaging; presets
+and options; the step API; compiled functions reused across fits."""
+
+import logging
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+
+import advi
+
+KEY = jax.random.PRNGKey(0)
+
+
+def _ill_conditioned_regression():
+    """Correlated (0.9) predictors at column scales 1e-3..1e4, known noise: the posterior is
+    Gaussian, so the mean-field optimum has the exact posterior means."""
+    rng = np.random.default_rng(0)
+    scales = np.array([1e-3, 1e-1, 1.0, 1e2, 1e4])
+    corr = 0.9 * np.ones((5, 5)) + 0.1 * np.eye(5)
+    X = rng.normal(size=(200, 5)) @ np.linalg.cholesky(corr).T * scales
+    y = X @ (rng.normal(size=5) / scales) + rng.normal(size=200)
+    prior_sd = 10.0 / scales
+
+    def model(X, y):
+        w = numpyro.sample("w", dist.Normal(0.0, jnp.asarray(prior_sd, X.dtype)).to_event(1))
+        numpyro.sample("y", dist.Normal(X @ w, 1.0), obs=y)
+
+    precision = X.T @ X + np.diag(prior_sd**-2.0)
+    cov = np.linalg.inv(precision)
+    mean, sd = cov @ X.T @ y, np.sqrt(np.diag(cov))
+    data = (jnp.asarray(X, jnp.float32), jnp.asarray(y, jnp.float32))
+    return model, data, mean, sd, np.sqrt(1.0 / np.diag(precision))
+
+
+def test_robust_recovers_ill_conditioned_posterior_means_where_stan_does_not():
+    model, data, mean, sd, meanfield_sd = _ill_conditioned_regression()
+    errors = {}
+    for preset in ("stan", "robust"):
+        result = advi.fit(model, *data, rng_key=KEY, preset=preset, khat_samples=0)
+        errors[preset] = np.sqrt(np.mean(((np.asarray(result.params.mu) - mean) / sd) ** 2))
+    assert errors["robust"] < 0.1
+    assert errors["stan"] > 1.0
+    # the optimum's scales are 1 / sqrt(Lambda_kk); averaging keeps them within 15%
+    ratio = np.exp(np.asarray(result.params.omega)) / meanfield_sd
+    np.testing.assert_allclose(ratio, 1.0, atol=0.15)
+    assert result.convergence_reason == "rhat" and result.converged
+    assert result.start.startswith("laplace")
+
+
+def test_robust_fullrank_recovers_a_correlated_gaussian():
+    mean = jnp.array([1.0, -2.0, 0.5])
+    cov = jnp.array([[1.0, 0.8, 0.0], [0.8, 1.0, 0.3], [0.0, 0.3, 0.5]])
+    precision = jnp.linalg.inv(cov)
+    target = advi.from_log_density(lambda z: -0.5 * (z - mean) @ precision @ (z - mean), 3)
+    result = advi.fit(target, rng_key=KEY, preset="robust", family="fullrank")
+    L = jnp.tril(result.params.L)
+    np.testing.assert_allclose(result.params.mu, mean, atol=0.1)
+    np.testing.assert_allclose(L @ L.T, cov, atol=0.1)
+
+
+def _eight_schools_centred(y, sigma):
+    mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+    tau = numpyro.sample("tau", dist.HalfCauchy(5.0))
+    with numpyro.plate("schools", y.shape[0]):
+        theta = numpyro.sample("theta", dist.Normal(mu, tau))
+        numpyro.sample("y", dist.Normal(theta, sigma), obs=y)
+
+
+EIGHT_Y = jnp.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
+EIGHT_SIGMA = jnp.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+
+
+def test_a_funnel_whose_mode_runs_off_falls_back_to_the_random_start():
+    result = advi.fit(_eight_schools_centred, EIGHT_Y, EIGHT_SIGMA, rng_key=KEY,
+                      preset="robust", khat_samples=0, max_iter=3000)
+    assert result.start.startswith("init=random (no usable mode")
+    assert np.all(np.isfinite(np.asarray(result.params.mu)))
+    assert -5.0 < float(result.mean()["mu"]) < 15.0
+
+
+def test_explicit_options_override_the_preset_and_unknown_ones_are_named():
+    target = advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 2)
+    result = advi.fit(target, rng_key=KEY, preset="robust", max_iter=100, khat_samples=0)
+    assert result.num_iterations == 100 and result.eta == advi.PRESETS["robust"]["eta"]
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['K'\].*model_kwargs"):
+        advi.fit(target, rng_key=KEY, K=3)
+    with pytest.raises(ValueError, match="preset='fast' is unknown"):
+        advi.fit(target, rng_key=KEY, preset="fast")
+    with pytest.raises(ValueError, match="rng_key=0 is not a JAX PRNG key"):
+        advi.fit(target, rng_key=0)
+
+
+def test_a_model_keyword_named_like_an_option_reaches_the_model():
+    def model(eta):  # a model argument that shares its name with an option
+        numpyro.sample("x", dist.Normal(eta, 1.0))
+
+    result = advi.fit(model, rng_key=KEY, preset="robust", model_kwargs={"eta": 3.0},
+                      khat_samples=0)
+    assert float(result.params.mu[0]) == pytest.approx(3.0, abs=0.15)
+    assert result.eta == advi.PRESETS["robust"]["eta"]
+
+
+def test_a_second_fit_of_the_same_shapes_compiles_nothing():
+    def model(y):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+        numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+    advi.fit(model, jnp.ones(7), rng_key=KEY, preset="robust").sample(KEY, 10)
+    other_data, other_key = jnp.full(7, 2.0, jnp.float32), jax.random.PRNGKey(1)
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("jax").addHandler(handler)
+    try:
+        with jax.log_compiles():
+            second = advi.fit(model, other_data, rng_key=other_key, preset="robust")
+            second.sample(KEY, 10)
+    finally:
+        logging.getLogger("jax").removeHandler(handler)
+    assert [r.getMessage() for r in records if "Compiling" in r.getMessage()] == []
+    assert float(second.params.mu[0]) == pytest.approx(2.0, abs=0.1)
+
+
+def test_step_api_runs_a_users_own_loop():
+    target = advi.from_log_density(lambda z: -0.5 * jnp.sum((z - 2.0) ** 2 / 0.25), 3)
+    state = advi.init(target, KEY, optimizer="adam", init="zero")
+
+    @jax.jit
+    def run(state):
+        def body(k, s):
+            return advi.step(target, s, jax.random.fold_in(KEY, k), 0.05, optimizer="adam",
+                             grad_samples=4)[0]
+
+        return jax.lax.fori_loop(0, 2000, body, state)
+
+    state = run(state)
+    assert int(state.iteration) == 2000 and not bool(state.failed)
+    np.testing.assert_allclose(state.params.mu, 2.0, atol=0.25)  # last iterate, not averaged
+    np.testing.assert_allclose(jnp.exp(state.params.omega), 0.5, atol=0.15)
+    _, info = advi.step(target, state, KEY, 0.05, optimizer="adam")
+    assert bool(info.ok) and float(info.elbo) > -10.0
