@@ -21,6 +21,7 @@ relative tolerance     ``tol_rel_obj``, checked every ``eval_elbo`` iterations
 =====================  ==========================================================
 """
 
+from .cache import enable_compilation_cache
 from .convergence import ConvergenceMonitor
 from .diagnostics import pareto_khat
 from .elbo import elbo_estimate, elbo_grad
@@ -33,6 +34,8 @@ from .stationarity import split_rhat
 from .step import ADVIState, StepInfo, init, step
 from .step_size import get_optimizer, scale_by_stan_step_size
 from .target import Target, from_log_density, from_numpyro
+
+enable_compilation_cache()
 
 __all__ = [
     "ADVIError",
@@ -53,6 +56,7 @@ __all__ = [
     "MeanFieldParams",
     "Target",
     "elbo_estimate",
+    "enable_compilation_cache",
     "elbo_grad",
     "fit",
     "from_log_density",
