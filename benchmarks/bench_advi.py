@@ -1,582 +1,486 @@
-"""Speed of ADVI on ARD linear regression (N = 10,000 rows, D = 250 regressors).
+"""Speed of ADVI: iteration cost and cold starts, through the public API of ``advi`` only.
 
 Measures, in one run (see benchmarks/README.md):
 
-(a) ADVI seconds per iteration / seconds of one jitted gradient of the log joint in
-    zeta-space at M draws at once (``jax.jit(jax.vmap(jax.grad(log_density)))``), M = 1, 10;
-    target <= 1.3. ADVI's iteration cost is measured twice: the library's compiled chunk
-    alone (pure iteration cost), and the library's main loop with Stan's 100-draw ELBO
-    evaluation every 100 iterations.
-(b) ADVI seconds per iteration / NumPyro SVI's (``AutoDiagonalNormal``,
-    ``Trace_ELBO(num_particles=M)``, jitted ``svi.update`` inside a ``lax.fori_loop``);
-    target < 1.0.
-(c) time to a result from ``advi.fit`` called cold in a fresh subprocess (compile, eta search,
-    optimisation to convergence, 1,000 draws); target < 3 s (Stan's ADVI: 4.9-8.4 s). NumPyro
-    SVI's compile time in a fresh subprocess for comparison.
+(a) iteration cost on E1 (ARD regression, N = 10,000 rows, D = 250 regressors, K = 501):
+    seconds per iteration of ``advi.step`` (jit-compiled, n steps in one ``lax.fori_loop``,
+    the target closed over and its data passed as an argument) / seconds of one jitted
+    ``vmap(grad(log_density))`` call at the same M draws, M = 1 and 10, for the step of
+    each preset (Stan's step-size sequence; preconditioned Adam); target <= 1.3. Also, for
+    information: ``advi.fit``'s own loop (``result.wall_s / max_iter`` at eta = 0.1, one
+    ELBO at the end), and the redraw check: ``advi.elbo_grad`` (its draws inside a
+    ``lax.while_loop`` that redraws non-finite draws) against the same estimate from the
+    same draws computed with a plain ``vmap(value_and_grad)``.
+(b) E1 cold, in a fresh process: ``advi.fit(..., preset=...)`` to a result plus 1,000
+    draws (target < 3 s for "robust"; Stan's ADVI: 4.9-8.4 s), and the held-out log
+    predictive density from those draws against NUTS's -1.423 (target: within 0.01).
+(c) eight schools (non-centred) cold, in a fresh process: the first ``advi.fit`` to a
+    result (target <= 3 s including compilation) and a second fit in the same process with
+    another seed and other data of the same shapes (target <= 1 s), for both presets.
 
-All steady-state timings are taken after compilation, interleaving the methods repeat by
-repeat; medians are reported.
+Every fresh process of (b) and (c) runs twice on one new, empty cache directory (both
+``JAX_COMPILATION_CACHE_DIR`` and ``XDG_CACHE_HOME`` point there): first "cold" (nothing
+cached), then "warm" (what the first run left in JAX's persistent compilation cache).
 
-    python benchmarks/bench_advi.py            # about 1-2 minutes on 2 CPU cores
+    python benchmarks/bench_advi.py            # about 3-5 minutes on 2 CPU cores
     python benchmarks/bench_advi.py --quick    # fewer iterations and repeats
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
-import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # models/ and datasets/ of this checkout
-    sys.path.insert(0, str(ROOT))
+import bench_common as common
 
-TARGET_GRAD_RATIO = 1.3
-TARGET_SVI_RATIO = 1.0
+TARGET_RATIO = 1.3
 TARGET_COLD_S = 3.0
+TARGET_SECOND_S = 1.0
+NUTS_LPD = -1.423
+TARGET_LPD_GAP = 0.01
 STAN_COLD_S = "4.9-8.4"
 ETA = 0.1
-EVAL_ELBO = 100
+PRESETS = ("stan", "robust")
+
+Timed = Callable[[int], float]
+"""``timed(n) -> seconds`` for n iterations, compiled before the first timing."""
 
 
 # ----------------------------------------------------------------------------------------
-# Problem: the ARD regression model and its simulated data
+# (a) Timed loops: the denominator, the library's step and loop, the redraw comparison
 # ----------------------------------------------------------------------------------------
 
 
-def _inline_model(X: Any, y: Any) -> None:
-    """y_n ~ N(w^T x_n, 1/tau), w_d ~ N(0, 1/sqrt(tau alpha_d)) (sd), tau, alpha_d ~ Gamma(1, 1)."""
-    import jax
-    import numpyro
-    import numpyro.distributions as dist
-
-    tau = numpyro.sample("tau", dist.Gamma(1.0, 1.0))
-    alpha = numpyro.sample("alpha", dist.Gamma(1.0, 1.0).expand([X.shape[1]]).to_event(1))
-    w = numpyro.sample("w", dist.Normal(0.0, jax.lax.rsqrt(tau * alpha)).to_event(1))
-    with numpyro.plate("data", X.shape[0]):
-        numpyro.sample("y", dist.Normal(X @ w, jax.lax.rsqrt(tau)), obs=y)
-
-
-def _inline_simulate(seed: int, num_train: int, num_features: int) -> dict[str, Any]:
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    w = np.zeros(num_features)
-    w[: num_features // 2] = rng.normal(0.0, 1.0, num_features // 2)
-    X = rng.normal(0.0, 1.0, (num_train, num_features))
-    y = X @ w + rng.normal(0.0, 1.0, num_train)
-    return {"X_train": X.astype(np.float32), "y_train": y.astype(np.float32)}
-
-
-def load_problem(seed: int, num_train: int, num_features: int) -> tuple[Any, dict, str]:
-    """``(model, data_kwargs, provenance)``: the checkout's model and simulator if present."""
-    import jax.numpy as jnp
-
-    try:
-        model = importlib.import_module("models.linreg_ard").model
-        model_src = "models.linreg_ard.model"
-    except (ImportError, AttributeError):
-        model, model_src = _inline_model, "inline model"
-    try:
-        simulate = importlib.import_module("datasets.simulate").linreg_ard
-        arrays = simulate(seed, num_train=num_train, num_features=num_features)
-        data_src = "datasets.simulate.linreg_ard"
-    except (ImportError, AttributeError, TypeError):
-        arrays = _inline_simulate(seed, num_train, num_features)
-        data_src = "inline simulation"
-    data = {"X": jnp.asarray(arrays["X_train"]), "y": jnp.asarray(arrays["y_train"])}
-    return model, data, f"{model_src}, {data_src} (seed {seed})"
-
-
-# ----------------------------------------------------------------------------------------
-# Timed callables, each ``f(num_iterations) -> seconds``, compiled before timing
-# ----------------------------------------------------------------------------------------
-
-
-def make_grad_timer(target: Any, M: int) -> Any:
-    """One jitted ``vmap(grad(log_density))`` call at M draws, dispatched per call."""
+def loop_timer(body: Callable, carry: Any, data: Any, check: Callable | None = None) -> Timed:
+    """n trips of ``carry = body(i, carry, data)`` in one jitted ``lax.fori_loop`` (the data
+    an argument, the trip count a run-time value: one compilation for every n). ``check``
+    sees the final carry of every timing (e.g. to refuse a failed ADVI state)."""
     import jax
 
-    key = jax.random.PRNGKey(1)
-    grad = jax.jit(jax.vmap(jax.grad(lambda z: target.log_density(z, key))))
+    @jax.jit
+    def loop(carry: Any, data: Any, n: Any) -> Any:
+        return jax.lax.fori_loop(0, n, lambda i, c: body(i, c, data), carry)
+
+    jax.block_until_ready(loop(carry, data, 1))
+
+    def timed(n: int) -> float:
+        start = time.perf_counter()
+        out = jax.block_until_ready(loop(carry, data, n))
+        seconds = time.perf_counter() - start
+        if check is not None:
+            check(out)
+        return seconds
+
+    return timed
+
+
+def grad_call_timer(target: Any, M: int) -> Timed:
+    """The denominator of (a): n calls of one jitted ``vmap(grad(log_density))`` at M draws
+    (each call dispatched from Python, the data an argument)."""
+    import jax
+
+    grad = jax.jit(jax.vmap(jax.grad(target.log_density_fn), in_axes=(0, 0, None)))
     zeta = 0.1 * jax.random.normal(jax.random.PRNGKey(2), (M, target.dim))
-    jax.block_until_ready(grad(zeta))
+    keys = jax.random.split(jax.random.PRNGKey(1), M)
+    jax.block_until_ready(grad(zeta, keys, target.data))
 
     def timed(n: int) -> float:
         start = time.perf_counter()
         for _ in range(n):
-            out = grad(zeta)
+            out = grad(zeta, keys, target.data)
         jax.block_until_ready(out)
         return time.perf_counter() - start
 
     return timed
 
 
-def make_grad_loop_timer(target: Any, M: int) -> Any:
-    """The same gradient n times inside one compiled ``fori_loop`` (no dispatch cost); each
-    gradient feeds the next point so that XLA cannot hoist it out of the loop."""
+def grad_loop_timer(target: Any, M: int) -> Timed:
+    """The same gradient n times in one compiled loop (no dispatch); each gradient moves the
+    point a little so that XLA cannot hoist it out of the loop."""
     import jax
 
-    key = jax.random.PRNGKey(1)
-    grad = jax.vmap(jax.grad(lambda z: target.log_density(z, key)))
-
-    @jax.jit
-    def loop(zeta: Any, n: Any) -> Any:
-        return jax.lax.fori_loop(0, n, lambda _, z: z + 1e-9 * grad(z), zeta)
-
+    grad = jax.vmap(jax.grad(target.log_density_fn), in_axes=(0, 0, None))
+    keys = jax.random.split(jax.random.PRNGKey(1), M)
     zeta = 0.1 * jax.random.normal(jax.random.PRNGKey(2), (M, target.dim))
-    jax.block_until_ready(loop(zeta, 1))
+    return loop_timer(lambda i, z, data: z + 1e-9 * grad(z, keys, data), zeta, target.data)
+
+
+def step_timer(target: Any, M: int, preset: str) -> Timed:
+    """n iterations of ``advi.step`` with the step of ``preset`` (its optimiser and
+    preconditioning, ``advi.PRESETS``), mean-field, eta = 0.1, from ``advi.init``."""
+    import jax
+
+    import advi
+
+    o = advi.PRESETS[preset]
+    key = jax.random.PRNGKey(0)
+    state = advi.init(target, key, family="meanfield", optimizer=o["optimizer"])
+
+    def body(i: Any, s: Any, data: Any) -> Any:
+        return advi.step(target._replace(data=data), s, jax.random.fold_in(key, i), ETA,
+                         family="meanfield", optimizer=o["optimizer"], grad_samples=M,
+                         precondition=o["precondition"])[0]
+
+    def check(s: Any) -> None:
+        if bool(s.failed):
+            raise RuntimeError(f"advi.step ({preset}) failed at iteration {int(s.iteration)}")
+
+    return loop_timer(body, state, target.data, check)
+
+
+def plain_meanfield_grad(log_density: Callable, params: Any, rng_key: Any, M: int) -> Any:
+    """``advi.elbo_grad``'s mean-field estimate (paper Eq. 6) without its redraw loop: the
+    same draws (the same key splits as the loop's first trip), one ``vmap(value_and_grad)``.
+    Returns ``(elbo, grad)`` with grad a ``MeanFieldParams``; for the redraw comparison."""
+    import jax
+    import jax.numpy as jnp
+
+    import advi
+
+    _, eps_key, batch_key = jax.random.split(rng_key, 3)
+    eps = jax.random.normal(eps_key, (M, params.mu.shape[-1]), params.mu.dtype)
+    sigma = jnp.exp(params.omega)
+    value, g = jax.vmap(jax.value_and_grad(log_density))(
+        params.mu + sigma * eps, jax.random.split(batch_key, M))
+    grad = advi.MeanFieldParams(g.mean(0), (g * eps).mean(0) * sigma + 1.0)
+    entropy = jnp.sum(params.omega) + 0.5 * params.mu.shape[-1] * jnp.log(2 * jnp.pi * jnp.e)
+    return value.mean() + entropy, grad
+
+
+def estimator_timer(target: Any, M: int, plain: bool) -> Timed:
+    """n gradient estimates at M draws, the parameters moved a little by each: through
+    ``advi.elbo_grad`` (redraw while_loop) or :func:`plain_meanfield_grad` (none)."""
+    import jax
+
+    import advi
+
+    family = advi.get_family("meanfield")
+    key = jax.random.PRNGKey(0)
+    params = advi.init(target, key).params
+
+    def body(i: Any, p: Any, data: Any) -> Any:
+        def log_density(zeta: Any, batch_key: Any) -> Any:
+            return target.log_density_fn(zeta, batch_key, data)
+
+        k = jax.random.fold_in(key, i)
+        if plain:
+            grad = plain_meanfield_grad(log_density, p, k, M)[1]
+        else:
+            grad = advi.elbo_grad(log_density, family, p, k, M).grad
+        return jax.tree.map(lambda a, b: a + 1e-6 * b, p, grad)
+
+    return loop_timer(body, params, target.data)
+
+
+def same_draws_gap(target: Any, M: int) -> float:
+    """Largest |difference| between ``advi.elbo_grad`` and :func:`plain_meanfield_grad` at
+    one key: 0 (to rounding) shows the comparison times the same computation."""
+    import jax
+    import jax.numpy as jnp
+
+    import advi
+
+    key = jax.random.PRNGKey(3)
+    params = advi.init(target, key).params
+    a = advi.elbo_grad(target.log_density, advi.get_family("meanfield"), params, key, M)
+    _, b = plain_meanfield_grad(target.log_density, params, key, M)
+    diffs = jax.tree.map(lambda x, y: jnp.max(jnp.abs(x - y) / (1e-6 + jnp.abs(y))), a.grad, b)
+    return float(max(jax.tree.leaves(diffs)))
+
+
+def fit_loop_timer(model: Any, args: tuple, M: int, eval_elbo: int | None = None,
+                   **fit_options: Any) -> Timed:
+    """``advi.fit``'s own loop: ``result.wall_s`` (compilation excluded) of a fit with
+    preset "stan", eta = 0.1 and ``max_iter = n`` iterations, Stan's 100-draw ELBO every
+    ``eval_elbo`` of them (None: once, at the end); ``fit_options`` go to ``advi.fit``."""
+    import jax
+
+    import advi
 
     def timed(n: int) -> float:
-        start = time.perf_counter()
-        jax.block_until_ready(loop(zeta, n))
-        return time.perf_counter() - start
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # "max_iter reached"
+            result = advi.fit(model, *args, rng_key=jax.random.PRNGKey(0), grad_samples=M,
+                              eta=ETA, max_iter=n, eval_elbo=eval_elbo or n, khat_samples=0,
+                              **fit_options)
+        if result.num_iterations != n:
+            raise RuntimeError(f"advi.fit stopped at iteration {result.num_iterations}")
+        return result.wall_s
 
+    timed(eval_elbo or 2)  # compiles (once per process and configuration)
     return timed
 
 
-class AdviTimers:
-    """ADVI iterations through the library's own compiled runner (``advi.fit._Runner`` and
-    ``advi.fit._optimise``); if those private names change, through ``advi.fit`` itself
-    (``result.wall_s``, compilation excluded; slower to run, since every call compiles)."""
-
-    def __init__(self, model: Any, data: dict, M: int, minibatch_size: int | None = None
-                 ) -> None:
-        import advi
-
-        self.model, self.data, self.M = model, data, M
-        self.minibatch_size = minibatch_size
-        start = time.perf_counter()
-        try:
-            self._init_runner(advi, M)
-            self.mode = "advi.fit._Runner"
-        except (AttributeError, TypeError) as err:
-            self.mode = f"advi.fit (private runner unavailable: {err})"
-        self.compile_s = time.perf_counter() - start if hasattr(self, "runner") else math.nan
-        self.chunk(EVAL_ELBO)
-        self.with_elbo(EVAL_ELBO)
-
-    def _init_runner(self, advi: Any, M: int) -> None:
-        import jax
-
-        self.fit_mod = importlib.import_module("advi.fit")
-        target = advi.from_numpyro(self.model, (), self.data,
-                                   minibatch_size=self.minibatch_size)
-        family, optimizer = advi.get_family("meanfield"), advi.get_optimizer("stan")
-        keys, self.state0 = self.fit_mod._setup(
-            jax.random.PRNGKey(0), family, optimizer, target.dim, "random"
-        )
-        _, self.run_key, self.elbo_key = keys
-        self.runner = self.fit_mod._Runner(target, family, optimizer, M, 100)
-        self.runner.compile(self.state0, self.run_key)
-
-    def _fit(self, n: int, eval_elbo: int) -> Any:
-        import jax
-
-        import advi
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # "max_iter reached"
-            result = advi.fit(
-                self.model,
-                rng_key=jax.random.PRNGKey(0),
-                grad_samples=self.M,
-                eta=ETA,
-                max_iter=n,
-                eval_elbo=eval_elbo,
-                tol_rel_obj=1e-12,
-                khat_samples=0,
-                minibatch_size=self.minibatch_size,
-                **self.data,
-            )
-        if result.num_iterations != n:
-            raise RuntimeError(f"ADVI stopped at iteration {result.num_iterations}")
-        return result.wall_s
-
-    def chunk(self, n: int) -> float:
-        """n iterations in one call of the compiled chunk (pure iteration cost)."""
-        if not hasattr(self, "runner"):
-            return self._fit(n, eval_elbo=n)  # one ELBO evaluation, at the end
-        start = time.perf_counter()
-        state = self.runner.run(self.state0, ETA, self.run_key, 0, n)
-        seconds = time.perf_counter() - start
-        if bool(state.failed) or int(state.iteration) != n:
-            raise RuntimeError(f"ADVI chunk stopped early at iteration {int(state.iteration)}")
-        return seconds
-
-    def with_elbo(self, n: int) -> float:
-        """n iterations of the library's main loop (chunks of eval_elbo iterations, the
-        100-draw ELBO and the convergence monitor after each); result.wall_s."""
-        if not hasattr(self, "runner"):
-            return self._fit(n, eval_elbo=EVAL_ELBO)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # "max_iter reached"
-            result = self.fit_mod._optimise(
-                self.runner,
-                self.state0,
-                ETA,
-                eta_adapted=False,
-                run_key=self.run_key,
-                elbo_key=self.elbo_key,
-                compile_s=0.0,
-                adapt_s=0.0,
-                tol_rel_obj=1e-12,
-                eval_elbo=EVAL_ELBO,
-                max_iter=n,
-                chunk_len=EVAL_ELBO,
-                checkpoint_every=EVAL_ELBO,
-                checkpoint=None,
-                khat_samples=0,
-            )
-        if result.num_iterations != n:
-            raise RuntimeError(f"ADVI loop stopped at iteration {result.num_iterations}")
-        return result.wall_s
+def make_timers(target: Any, M: int, fit: Timed) -> dict[str, Timed]:
+    """Every timed loop of (a) at M draws; ``fit`` is :func:`fit_loop_timer`'s."""
+    return {
+        "grad call": grad_call_timer(target, M),
+        "grad loop": grad_loop_timer(target, M),
+        "step stan": step_timer(target, M, "stan"),
+        "step robust": step_timer(target, M, "robust"),
+        "fit loop": fit,
+        "elbo_grad": estimator_timer(target, M, plain=False),
+        "plain grad": estimator_timer(target, M, plain=True),
+    }
 
 
-def make_svi_timer(model: Any, data: dict, M: int) -> tuple[Any, dict[str, float]]:
-    """NumPyro SVI: n jitted ``svi.update`` steps inside one compiled ``lax.fori_loop``
-    (data closed over, as in ADVI's log density). Returns ``(timed, seconds)`` with the
-    seconds of ``svi.init``, of lowering + compiling the loop and of its first call."""
-    import jax
-    from numpyro.infer import SVI, Trace_ELBO
-    from numpyro.infer.autoguide import AutoDiagonalNormal
-    from numpyro.optim import Adam
-
-    seconds = {}
-    start = time.perf_counter()
-    svi = SVI(model, AutoDiagonalNormal(model), Adam(0.01), Trace_ELBO(num_particles=M))
-    state0 = svi.init(jax.random.PRNGKey(0), **data)
-    seconds["init_s"] = time.perf_counter() - start
-
-    def loop(state: Any, n: Any) -> Any:
-        return jax.lax.fori_loop(0, n, lambda _, s: svi.update(s, **data)[0], state)
-
-    start = time.perf_counter()
-    compiled = jax.jit(loop).lower(state0, 1).compile()
-    seconds["compile_s"] = time.perf_counter() - start
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(state0, 1))
-    seconds["first_s"] = time.perf_counter() - start
-
-    def timed(n: int) -> float:
-        start = time.perf_counter()
-        jax.block_until_ready(compiled(state0, n))
-        return time.perf_counter() - start
-
-    return timed, seconds
+def measure(timers: dict[str, Timed], iters: int, repeats: int) -> dict[str, list[float]]:
+    """Seconds per iteration, ``repeats`` times each, the timers interleaved repeat by repeat
+    (so that a burst of other load hits every timer alike)."""
+    per_iter: dict[str, list[float]] = {name: [] for name in timers}
+    for _ in range(repeats):
+        for name, timed in timers.items():
+            per_iter[name].append(timed(iters) / iters)
+    return per_iter
 
 
 # ----------------------------------------------------------------------------------------
-# Cold runs in fresh subprocesses (part c)
+# (b), (c) Fresh processes
 # ----------------------------------------------------------------------------------------
 
 
-def child_advi(args: argparse.Namespace) -> dict:
-    """Import, then advi.fit with defaults (eta search, tol_rel_obj=0.01) and 1,000 draws."""
+def child_e1(args: argparse.Namespace) -> dict:
+    """(b): import, E1 data, ``advi.fit(preset=...)``, 1,000 draws, held-out lpd."""
     start = time.perf_counter()
     import jax
 
     import advi
 
-    importlib.import_module("models.linreg_ard")
-    import_s = time.perf_counter() - start
-
+    out = {"import_s": time.perf_counter() - start, "cache_names": cache_names(advi)}
+    model, train, heldout = common.e1_problem(args.seed, args.num_train, args.num_features)
+    jax.block_until_ready((train, heldout))
     start = time.perf_counter()
-    model, data, _ = load_problem(args.seed, args.num_train, args.num_features)
-    jax.block_until_ready(data)
-    data_s = time.perf_counter() - start
-
-    start = time.perf_counter()
-    result = advi.fit(model, rng_key=jax.random.PRNGKey(args.seed), **data)
-    fit_s = time.perf_counter() - start
+    result = advi.fit(model, *train, rng_key=jax.random.PRNGKey(args.seed), preset=args.preset)
+    out["fit_s"] = time.perf_counter() - start
     start = time.perf_counter()
     draws = jax.block_until_ready(result.sample(jax.random.PRNGKey(1), 1000))
-    sample_s = time.perf_counter() - start
-    assert draws["w"].shape == (1000, args.num_features)
-    return {
-        "import_s": import_s,
-        "data_s": data_s,
-        "fit_s": fit_s,
-        "sample_s": sample_s,
-        "compile_s": result.compile_s,
-        "adapt_s": result.adapt_s,
-        "wall_s": result.wall_s,
-        "num_iterations": result.num_iterations,
-        "eta": result.eta,
-        "converged": result.converged,
-    }
+    out["sample_s"] = time.perf_counter() - start
+    out["lpd"] = common.heldout_lpd(draws, *heldout)
+    return {**out, **summary(result)}
 
 
-def child_svi(args: argparse.Namespace) -> dict:
-    """Import, then NumPyro SVI's init and the compile of its update loop (M = 1)."""
+def child_schools(args: argparse.Namespace) -> dict:
+    """(c): import, then two fits of eight schools in one process (another seed and other
+    data of the same shapes for the second)."""
     start = time.perf_counter()
     import jax
-    import numpyro  # noqa: F401
+    import jax.numpy as jnp
 
-    importlib.import_module("models.linreg_ard")
-    import_s = time.perf_counter() - start
-    model, data, _ = load_problem(args.seed, args.num_train, args.num_features)
-    jax.block_until_ready(data)
-    _, seconds = make_svi_timer(model, data, 1)
-    return {"import_s": import_s, **seconds}
+    import advi
+
+    out = {"import_s": time.perf_counter() - start, "cache_names": cache_names(advi)}
+    for run, data_seed in ((1, None), (2, 1)):
+        y, sigma = (jnp.asarray(a) for a in common.eight_schools_data(data_seed))
+        start = time.perf_counter()
+        result = advi.fit(common.eight_schools, y, sigma, preset=args.preset,
+                          rng_key=jax.random.PRNGKey(run))
+        jax.block_until_ready(result.params)
+        out[f"fit{run}_s"] = time.perf_counter() - start
+        out.update({f"{k}{run}": v for k, v in summary(result).items()})
+    return out
 
 
-def run_child(kind: str, args: argparse.Namespace) -> dict:
-    env = dict(os.environ, JAX_ENABLE_COMPILATION_CACHE="false")
-    command = [
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--child",
-        kind,
-        "--seed",
-        str(args.seed),
-        "--num-train",
-        str(args.num_train),
-        "--num-features",
-        str(args.num_features),
-    ]
+def cache_names(advi: Any) -> list[str]:
+    """The names ``advi`` exports about compilation caching (its switch, if any)."""
+    return [name for name in dir(advi) if "cache" in name.lower()]
+
+
+def summary(result: Any) -> dict:
+    """The numbers of an ``ADVIResult`` the report prints."""
+    return {"compile_s": result.compile_s, "wall_s": result.wall_s,
+            "iterations": result.num_iterations, "reason": result.convergence_reason,
+            "start": result.start}
+
+
+def run_child(kind: str, preset: str, cache_dir: str, args: argparse.Namespace) -> dict:
+    """Run ``kind`` ("e1" or "schools") in a fresh interpreter whose caches live in
+    ``cache_dir``; its JSON answer plus the process's own seconds."""
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=cache_dir, XDG_CACHE_HOME=cache_dir)
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", kind,
+               "--preset", preset, "--seed", str(args.seed),
+               "--num-train", str(args.num_train), "--num-features", str(args.num_features)]
     start = time.perf_counter()
     proc = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     process_s = time.perf_counter() - start
     if proc.returncode != 0:
-        raise RuntimeError(f"child {kind} failed:\n{proc.stderr[-3000:]}")
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    out["process_s"] = process_s
-    return out
+        raise RuntimeError(f"child {kind} ({preset}) failed:\n{proc.stderr[-3000:]}")
+    return {**json.loads(proc.stdout.strip().splitlines()[-1]), "process_s": process_s}
+
+
+def cold_and_warm(kind: str, args: argparse.Namespace) -> list[dict]:
+    """Per preset and repeat: a run on a new empty cache directory ("cold"), then a second
+    run on what it left there ("warm")."""
+    rows = []
+    for preset in PRESETS:
+        for _ in range(args.cold_runs):
+            with tempfile.TemporaryDirectory(prefix="bench-advi-cache-") as cache_dir:
+                for cache in ("cold", "warm"):
+                    rows.append({"preset": preset, "cache": cache,
+                                 **run_child(kind, preset, cache_dir, args)})
+    return rows
 
 
 # ----------------------------------------------------------------------------------------
 # Report
 # ----------------------------------------------------------------------------------------
 
+Verdict = tuple[str, float, str, float]
+"""``(label, value, op, goal)`` of one target; op is "<=" or "<"."""
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
+LABELS = {
+    "grad call": "gradient, one jitted call (denominator)",
+    "grad loop": "gradient inside a compiled loop",
+    "step stan": "advi.step, preset stan's step",
+    "step robust": "advi.step, preset robust's step",
+    "fit loop": "advi.fit loop (stan, 1 ELBO at the end)",
+    "elbo_grad": "advi.elbo_grad (redraw while_loop)",
+    "plain grad": "same draws, plain vmap(value_and_grad)",
+}
 
 
-def passes(value: float, op: str, goal: float) -> bool:
+def met(v: Verdict) -> bool:
+    """Whether a target is met."""
+    _, value, op, goal = v
     return value <= goal if op == "<=" else value < goal
 
 
-def format_load() -> str:
-    try:
-        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
-def print_header(provenance: str, args: argparse.Namespace) -> None:
-    print("ADVI benchmark: linear regression with ARD")
-    print(f"  data      N = {args.num_train}, D = {args.num_features}: {provenance}")
-    print_environment()
-    print(
-        f"  settings  {args.iters} iterations per timing, {args.repeats} interleaved repeats,"
-        f" eta = {ETA}, meanfield, Stan step-size sequence; SVI: Adam(0.01)"
-    )
+def report_iteration_cost(target: Any, model: Any, train: tuple, args: argparse.Namespace
+                          ) -> list[Verdict]:
+    """(a): time every loop at M = 1 and 10, print the table, the ratios and the redraw
+    check; return the gated targets."""
+    per_iter = {M: measure(make_timers(target, M, fit_loop_timer(model, train, M)),
+                           args.iters, args.repeats) for M in (1, 10)}
+    med = {M: {k: statistics.median(v) for k, v in t.items()} for M, t in per_iter.items()}
+    low = {M: {k: min(v) for k, v in t.items()} for M, t in per_iter.items()}
+    print(f"(a) iteration cost, ms per iteration: median (min-max) of {args.repeats} "
+          f"interleaved repeats of {args.iters} iterations")
+    print(f"  {'':44s}{'M = 1':>24s}{'M = 10':>24s}")
+    for name, label in LABELS.items():
+        cells = "".join(f"{1e3 * med[M][name]:9.3f} ({1e3 * min(per_iter[M][name]):.3f}-"
+                        f"{1e3 * max(per_iter[M][name]):.3f})".rjust(24) for M in (1, 10))
+        print(f"  {label:44s}{cells}")
+    print(f"  ratios (of medians; of the fastest repeats){'M = 1':>16s}{'M = 10':>18s}")
+    verdicts = []
+    for num, den, gated in (("step stan", "grad call", True), ("step robust", "grad call", True),
+                            ("fit loop", "grad call", False), ("step stan", "grad loop", False),
+                            ("elbo_grad", "plain grad", False),
+                            ("plain grad", "grad loop", False)):
+        cells = "".join(f"{med[M][num] / med[M][den]:9.3f} ({low[M][num] / low[M][den]:.3f})"
+                        .rjust(18) for M in (1, 10))
+        tag = f"target <= {TARGET_RATIO}" if gated else "info"
+        print(f"  {num + ' / ' + den:42s}{cells}   {tag}")
+        if gated:
+            verdicts += [(f"(a) {num} / {den}, M = {M}", med[M][num] / med[M][den], "<=",
+                          TARGET_RATIO) for M in (1, 10)]
+    print(f"  same draws: max relative |advi.elbo_grad - plain| = "
+          f"{same_draws_gap(target, 10):.1e} (M = 10)")
     print()
+    return verdicts
 
 
-def print_environment() -> None:
-    """Device, versions, XLA flags and the load average (other processes skew timings)."""
-    import jax
-    import jaxlib
-    import numpy as np
-    import numpyro
-    import optax
+def report_e1(rows: list[dict]) -> list[Verdict]:
+    """(b): one line per fresh process; targets for the robust preset's cold runs."""
+    print(f"(b) E1 cold, fresh process: advi.fit(preset) + result.sample(key, 1000); "
+          f"held-out lpd vs NUTS {NUTS_LPD}")
+    print(f"  {'preset':7s} {'cache':5s} {'import':>7s} {'compile':>8s} {'optim':>6s} "
+          f"{'fit':>6s} {'sample':>7s} {'TOTAL':>6s} {'process':>8s} {'lpd':>8s} "
+          f"{'gap':>7s}  iterations, stop, start")
+    verdicts = []
+    for r in rows:
+        total, gap = r["fit_s"] + r["sample_s"], abs(r["lpd"] - NUTS_LPD)
+        print(f"  {r['preset']:7s} {r['cache']:5s} {r['import_s']:7.2f} {r['compile_s']:8.2f} "
+              f"{r['wall_s']:6.2f} {r['fit_s']:6.2f} {r['sample_s']:7.2f} {total:6.2f} "
+              f"{r['process_s']:8.2f} {r['lpd']:8.4f} {gap:7.4f}  {r['iterations']}, "
+              f"{r['reason']}, {r['start']}")
+        if r["preset"] == "robust" and r["cache"] == "cold":
+            verdicts += [("(b) E1 robust cold fit + 1,000 draws, s", total, "<", TARGET_COLD_S),
+                         ("(b) E1 robust |lpd - NUTS|, nats", gap, "<=", TARGET_LPD_GAP)]
+    print(f"  TOTAL = fit + sample; fit = compile + optim (eta search included) + the rest "
+          f"(model probe, k-hat); import and process (interpreter start to exit) not in "
+          f"TOTAL. Stan's ADVI: {STAN_COLD_S} s. advi's cache names: {rows[0]['cache_names']}")
+    print()
+    return verdicts
 
-    print(
-        f"  device    {jax.devices()}  ({os.cpu_count()} CPU cores visible, "
-        f"{platform.processor() or platform.machine()})"
-    )
-    print(
-        f"  versions  python {platform.python_version()}, jax {jax.__version__}, "
-        f"jaxlib {jaxlib.__version__}, numpyro {numpyro.__version__}, "
-        f"optax {optax.__version__}, numpy {np.__version__}"
-    )
-    print(
-        f"  XLA_FLAGS {os.environ.get('XLA_FLAGS', '(unset)')};  load average (1, 5, 15 min) "
-        f"{format_load()}"
-    )
-    if hasattr(os, "getloadavg") and os.getloadavg()[0] > 0.5 * (os.cpu_count() or 1):
-        print("  WARNING   other processes are using the CPU; expect inflated, noisy timings")
+
+def report_schools(rows: list[dict]) -> list[Verdict]:
+    """(c): one line per fresh process; targets for every cold run."""
+    print("(c) eight schools (non-centred) in a fresh process: first advi.fit, then a second "
+          "with another seed and other data of the same shapes")
+    print(f"  {'preset':7s} {'cache':5s} {'import':>7s} {'fit 1':>6s} {'compile':>8s} "
+          f"{'optim':>6s} {'fit 2':>6s} {'compile':>8s} {'optim':>6s}  iterations, stop")
+    verdicts = []
+    for r in rows:
+        print(f"  {r['preset']:7s} {r['cache']:5s} {r['import_s']:7.2f} {r['fit1_s']:6.2f} "
+              f"{r['compile_s1']:8.2f} {r['wall_s1']:6.2f} {r['fit2_s']:6.2f} "
+              f"{r['compile_s2']:8.2f} {r['wall_s2']:6.2f}  {r['iterations1']}, "
+              f"{r['reason1']}; {r['iterations2']}, {r['reason2']}")
+        if r["cache"] == "cold":
+            verdicts += [(f"(c) schools {r['preset']} cold first fit, s", r["fit1_s"], "<=",
+                          TARGET_COLD_S),
+                         (f"(c) schools {r['preset']} second fit, s", r["fit2_s"], "<=",
+                          TARGET_SECOND_S)]
+    print()
+    return verdicts
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
+    """The command line (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="fewer iterations, repeats and cold runs (about 1 minute)",
-    )
-    parser.add_argument(
-        "--iters",
-        type=int,
-        default=None,
-        help=f"iterations per timing, a multiple of {EVAL_ELBO} (default 500)",
-    )
+    parser.add_argument("--quick", action="store_true", help="100 iterations x 3 repeats")
+    parser.add_argument("--iters", type=int, default=None, help="iterations per timing (300)")
     parser.add_argument("--repeats", type=int, default=None, help="interleaved repeats (5)")
-    parser.add_argument("--cold-runs", type=int, default=None, help="cold subprocess runs (2)")
+    parser.add_argument("--cold-runs", type=int, default=1, help="fresh processes per case")
+    parser.add_argument("--parts", default="abc", help="which of a, b, c to run (abc)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--num-train", type=int, default=10_000)
     parser.add_argument("--num-features", type=int, default=250)
-    parser.add_argument("--child", choices=("advi", "svi"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("e1", "schools"), help=argparse.SUPPRESS)
+    parser.add_argument("--preset", choices=PRESETS, default="stan", help=argparse.SUPPRESS)
     args = parser.parse_args()
-
-    if args.child:
-        fn = child_advi if args.child == "advi" else child_svi
-        print(json.dumps(fn(args)))
-        return
-
-    args.iters = args.iters or (200 if args.quick else 500)
+    args.iters = args.iters or (100 if args.quick else 300)
     args.repeats = args.repeats or (3 if args.quick else 5)
-    args.cold_runs = args.cold_runs or (1 if args.quick else 2)
-    if args.iters % EVAL_ELBO:
-        parser.error(f"--iters must be a multiple of {EVAL_ELBO}")
+    return args
 
-    # (c) first, in fresh processes, while this one has not yet loaded anything heavy.
-    cold = [run_child("advi", args) for _ in range(args.cold_runs)]
-    svi_cold = run_child("svi", args)
 
+def main() -> None:
+    args = parse_args()
+    if args.child:
+        print(json.dumps((child_e1 if args.child == "e1" else child_schools)(args)))
+        return
+    # the fresh processes first, while this one has not yet loaded anything heavy
+    e1_rows = cold_and_warm("e1", args) if "b" in args.parts else []
+    schools_rows = cold_and_warm("schools", args) if "c" in args.parts else []
     import advi
 
-    model, data, provenance = load_problem(args.seed, args.num_train, args.num_features)
-    print_header(provenance, args)
-    target = advi.from_numpyro(model, (), data)
-    Ms = (1, 10)
-
-    timers: dict[tuple[str, int], Any] = {}
-    compile_s: dict[tuple[str, int], float] = {}
-    for M in Ms:
-        timers["grad", M] = make_grad_timer(target, M)
-        timers["grad loop", M] = make_grad_loop_timer(target, M)
-        runner = AdviTimers(model, data, M)
-        compile_s["advi", M] = runner.compile_s
-        timers["advi chunk", M] = runner.chunk
-        timers["advi +elbo", M] = runner.with_elbo
-        timers["svi", M], svi_seconds = make_svi_timer(model, data, M)
-        compile_s["svi", M] = svi_seconds["compile_s"]
-
-    per_iter: dict[tuple[str, int], list[float]] = {key: [] for key in timers}
-    for _ in range(args.repeats):
-        for key, timed in timers.items():
-            per_iter[key].append(timed(args.iters) / args.iters)
-    med = {key: statistics.median(v) for key, v in per_iter.items()}
-
-    print(
-        f"(a), (b) steady state, after compilation: median ms per iteration "
-        f"(min-max over {args.repeats} repeats)"
-    )
-    labels = {
-        "grad": "gradient, jitted call (denominator of a)",
-        "grad loop": "gradient inside a compiled loop",
-        "advi chunk": "ADVI, compiled chunk only",
-        "advi +elbo": f"ADVI main loop, 100-draw ELBO / {EVAL_ELBO} it",
-        "svi": "NumPyro SVI, update in fori_loop",
-    }
-    print(f"  {'':46s}{'M = 1':>22s}{'M = 10':>22s}")
-    for name, label in labels.items():
-        cells = "".join(
-            f"{1e3 * med[name, M]:9.3f} ({1e3 * min(per_iter[name, M]):.3f}-"
-            f"{1e3 * max(per_iter[name, M]):.3f})".rjust(22)
-            for M in Ms
-        )
-        print(f"  {label:46s}{cells}")
+    model, train, _ = common.e1_problem(args.seed, args.num_train, args.num_features)
+    print(f"ADVI speed benchmark; E1: N = {args.num_train}, D = {args.num_features} "
+          f"(models.linreg_ard, datasets.simulate.linreg_ard({args.seed})); eta = {ETA}, "
+          "mean-field")
+    common.print_environment()
     print()
-    print(f"  ADVI timed through {runner.mode}")
-    print(
-        f"  compile s: ADVI chunk+ELBO (M=1, M=10) {compile_s['advi', 1]:.2f}, "
-        f"{compile_s['advi', 10]:.2f};  SVI loop {compile_s['svi', 1]:.2f}, "
-        f"{compile_s['svi', 10]:.2f}"
-    )
-    print()
-
-    low = {key: min(v) for key, v in per_iter.items()}
-    # (label, M, numerator, denominator, target, comparison, gated by the target)
-    specs = [
-        ("(a) ADVI chunk / gradient call", "advi chunk", "grad", TARGET_GRAD_RATIO, "<=", True),
-        ("(a) ADVI +ELBO / gradient call", "advi +elbo", "grad", TARGET_GRAD_RATIO, "<=", False),
-        (
-            "(a) ADVI chunk / gradient in loop",
-            "advi chunk",
-            "grad loop",
-            TARGET_GRAD_RATIO,
-            "<=",
-            False,
-        ),
-        ("(b) ADVI chunk / NumPyro SVI", "advi chunk", "svi", TARGET_SVI_RATIO, "<", True),
-        ("(b) ADVI +ELBO / NumPyro SVI", "advi +elbo", "svi", TARGET_SVI_RATIO, "<", False),
-    ]
-    rows = [
-        (label, M, med[num, M] / med[den, M], low[num, M] / low[den, M], goal, op, gated)
-        for label, num, den, goal, op, gated in specs
-        for M in Ms
-    ]
-
-    cold_total = statistics.median(c["fit_s"] + c["sample_s"] for c in cold)
-    print(
-        f"(c) cold start in a fresh process ({args.cold_runs} run(s); JAX compilation cache "
-        "off): advi.fit defaults + result.sample(key, 1000)"
-    )
-    print(
-        f"  {'run':>4s} {'import':>7s} {'data':>6s} {'compile':>8s} {'adapt':>6s} "
-        f"{'optim':>6s} {'other':>6s} {'sample':>7s} {'TOTAL':>7s} {'process':>8s}  "
-        "iterations, eta, converged"
-    )
-    for i, c in enumerate(cold):
-        other = c["fit_s"] - c["compile_s"] - c["wall_s"]
-        print(
-            f"  {i + 1:4d} {c['import_s']:7.2f} {c['data_s']:6.2f} {c['compile_s']:8.2f} "
-            f"{c['adapt_s']:6.2f} {c['wall_s'] - c['adapt_s']:6.2f} {other:6.2f} "
-            f"{c['sample_s']:7.2f} {c['fit_s'] + c['sample_s']:7.2f} {c['process_s']:8.2f}  "
-            f"{c['num_iterations']}, {c['eta']:g}, {c['converged']}"
-        )
-    print(
-        "  TOTAL = fit + sample = compile (setup, chunk and ELBO functions) + adapt (eta search)"
-        "\n  + optim (main loop) + other (model probe, 1,000-draw k-hat) + sample; import, data"
-        "\n  and process (interpreter start to exit, as seen by the parent) are not in TOTAL"
-    )
-    svi_total = svi_cold["init_s"] + svi_cold["compile_s"] + svi_cold["first_s"]
-    print(
-        f"  NumPyro SVI cold (M = 1): import {svi_cold['import_s']:.2f} s; svi.init "
-        f"{svi_cold['init_s']:.2f} s + lower/compile of the update loop "
-        f"{svi_cold['compile_s']:.2f} s + first call {svi_cold['first_s']:.2f} s "
-        f"= {svi_total:.2f} s before its first iteration"
-    )
-    print()
-
-    print(
-        "Summary (ratios of medians; 'of mins' = ratio of the fastest repeats, less "
-        "sensitive to other load)"
-    )
-    print(f"  {'quantity':36s}{'M':>4s}{'ratio':>9s}{'of mins':>9s}{'target':>12s}   verdict")
-    for label, M, value, value_min, goal, op, gated in rows:
-        tag = verdict(passes(value, op, goal))
-        tag = tag if gated else f"({tag.lower()}, info)"
-        print(f"  {label:36s}{M:4d}{value:9.3f}{value_min:9.3f}{op:>6s} {goal:5.2f}   {tag}")
-    print(
-        f"  {'(c) cold time to result, s':36s}{'':4s}{cold_total:9.2f}{'':9s}{'<':>6s} "
-        f"{TARGET_COLD_S:5.2f}   {verdict(cold_total < TARGET_COLD_S)}   "
-        f"(Stan ADVI: {STAN_COLD_S} s)"
-    )
-    print(f"  load average (1, 5, 15 min) at the end: {format_load()}")
-    print()
-    for label, M, value, _, goal, op, gated in rows:
-        if gated:
-            print(f"{verdict(passes(value, op, goal))}  {label} (M = {M}): {value:.3f} {op} {goal}")
-    print(
-        f"{verdict(cold_total < TARGET_COLD_S)}  (c) cold advi.fit + 1,000 draws: "
-        f"{cold_total:.2f} s < {TARGET_COLD_S} s"
-    )
+    verdicts = []
+    if "a" in args.parts:
+        target = advi.from_numpyro(model, train, {})
+        verdicts += report_iteration_cost(target, model, train, args)
+    if e1_rows:
+        verdicts += report_e1(e1_rows)
+    if schools_rows:
+        verdicts += report_schools(schools_rows)
+    print(f"load average (1, 5, 15 min) at the end: {common.format_load()}")
+    for v in verdicts:
+        label, value, op, goal = v
+        print(f"{common.verdict(met(v))}  {label}: {value:.3f} {op} {goal:g} "
+              f"(ratio to target {value / goal:.2f})")
 
 
 if __name__ == "__main__":

@@ -4,10 +4,11 @@ The Gaussian mixture of Figure 1b (``models.gmm``, K = 30, D = 576) on the simul
 imageCLEF stand-in (250,000 training rows, ``datasets.simulate.gmm_standin``), minibatch
 size B in (50, 100, 500, 1000). Measures, in one process (see benchmarks/README.md):
 
-(d) per minibatch size B: ADVI seconds per iteration (the library's compiled chunk, M = 1)
-    / seconds of one jitted gradient call of the minibatch log joint at B; target <= 1.3.
-    Also printed: the gradient inside a compiled loop (no dispatch cost) and ADVI's main
-    loop with Stan's 100-draw ELBO every 100 iterations, for information.
+(d) per minibatch size B: ADVI seconds per iteration (``advi.step`` with Stan's step-size
+    sequence, M = 1, n steps in one compiled loop) / seconds of one jitted gradient call of
+    the minibatch log joint at B; target <= 1.3. Also printed: the gradient inside a compiled
+    loop (no dispatch cost) and ``advi.fit``'s main loop with Stan's 100-draw ELBO every 100
+    iterations, for information. The timers are ``bench_advi.py``'s (public API only).
 (e) ``advi.fit`` at B = 500 with Stan's defaults, to convergence: optimisation seconds
     (target < 120 s on 2 CPU cores; the paper: about two hours on their machine) and the
     process's peak resident memory beyond the training data (target < 4 GiB).
@@ -26,14 +27,16 @@ import statistics
 import time
 from pathlib import Path
 
-# The sibling benchmark: its timers and header; importing it puts this checkout (models/,
-# datasets/) on sys.path.
-import bench_advi as common
+# The sibling benchmark's timers, and the shared helpers (importing them puts this
+# checkout's models/ and datasets/ on sys.path).
+import bench_advi
+import bench_common as common
 
 TARGET_RATIO = 1.3
 TARGET_FIT_S = 120.0
 TARGET_EXTRA_GIB = 4.0
 NUM_TRAIN, NUM_HELDOUT, K = 250_000, 10_000, 30
+EVAL_ELBO = 100
 DEFAULT_DATA = common.ROOT / "results" / "data" / "bench" / "gmm_standin_seed0.npy"
 
 
@@ -63,8 +66,8 @@ def fit_to_convergence(train: dict, B: int) -> None:
     from models import gmm
 
     data_gib = train["x"].nbytes / 2**30
-    result = advi.fit(gmm.model, rng_key=jax.random.PRNGKey(0), minibatch_size=B, K=K,
-                      **train)
+    result = advi.fit(gmm.model, rng_key=jax.random.PRNGKey(0), minibatch_size=B,
+                      model_kwargs=dict(train, K=K))
     extra = peak_rss_gib() - data_gib
     print(f"(e) advi.fit at B = {B}, Stan's defaults: {result.num_iterations} iterations, "
           f"{result.convergence_reason}, eta {result.eta:g}")
@@ -84,24 +87,21 @@ def time_minibatches(train: dict, sizes: list[int], iters: int, repeats: int) ->
 
     data = dict(train, K=K)
     print(f"(d) median ms per iteration over {repeats} repeats of {iters} iterations (M = 1)")
-    print(f"    {'B':>5} {'grad call':>10} {'grad loop':>10} {'chunk':>8} {'+ELBO':>8} "
-          f"{'chunk/grad':>11} {'+ELBO/grad':>11}")
+    print(f"    {'B':>5} {'grad call':>10} {'grad loop':>10} {'step':>8} {'+ELBO':>8} "
+          f"{'step/grad':>11} {'+ELBO/grad':>11}")
     for B in sizes:
         target = advi.from_numpyro(gmm.model, (), data, minibatch_size=B)
-        runner = common.AdviTimers(gmm.model, data, 1, minibatch_size=B)
         timers = {
-            "grad": common.make_grad_timer(target, 1),
-            "loop": common.make_grad_loop_timer(target, 1),
-            "chunk": runner.chunk,
-            "elbo": runner.with_elbo,
+            "grad": bench_advi.grad_call_timer(target, 1),
+            "loop": bench_advi.grad_loop_timer(target, 1),
+            "step": bench_advi.step_timer(target, 1, "stan"),
+            "elbo": bench_advi.fit_loop_timer(gmm.model, (), 1, eval_elbo=EVAL_ELBO,
+                                              minibatch_size=B, model_kwargs=data),
         }
-        ms = {name: [] for name in timers}
-        for _ in range(repeats):
-            for name, timed in timers.items():
-                ms[name].append(1e3 * timed(iters) / iters)
-        med = {name: statistics.median(values) for name, values in ms.items()}
-        ratio = med["chunk"] / med["grad"]
-        print(f"    {B:>5} {med['grad']:>10.3f} {med['loop']:>10.3f} {med['chunk']:>8.3f} "
+        ms = bench_advi.measure(timers, iters, repeats)
+        med = {name: 1e3 * statistics.median(values) for name, values in ms.items()}
+        ratio = med["step"] / med["grad"]
+        print(f"    {B:>5} {med['grad']:>10.3f} {med['loop']:>10.3f} {med['step']:>8.3f} "
               f"{med['elbo']:>8.3f} {ratio:>11.2f} {med['elbo'] / med['grad']:>11.2f}  "
               f"[{common.verdict(ratio <= TARGET_RATIO)}: <= {TARGET_RATIO}]", flush=True)
     print()
@@ -115,13 +115,13 @@ def main() -> None:
     parser.add_argument("--fit-size", type=int, default=500, help="B of (e)")
     parser.add_argument("--quick", action="store_true", help="100 iterations x 2 repeats")
     parser.add_argument("--iters", type=int, default=None,
-                        help=f"iterations per timing, a multiple of {common.EVAL_ELBO} (300)")
+                        help=f"iterations per timing, a multiple of {EVAL_ELBO} (300)")
     parser.add_argument("--repeats", type=int, default=None, help="interleaved repeats (3)")
     args = parser.parse_args()
     iters = args.iters or (100 if args.quick else 300)
     repeats = args.repeats or (2 if args.quick else 3)
-    if iters % common.EVAL_ELBO:
-        parser.error(f"--iters must be a multiple of {common.EVAL_ELBO}, got {iters}")
+    if iters % EVAL_ELBO:
+        parser.error(f"--iters must be a multiple of {EVAL_ELBO}, got {iters}")
     if min(args.sizes + [args.fit_size]) < 1:
         parser.error(f"minibatch sizes must be >= 1, got {args.sizes} and {args.fit_size}")
 
