@@ -122,8 +122,9 @@ def test_the_workflow_plan_runs_each_experiments_methods_for_each_seed():
     plan = plan_workflow(experiments=["linreg_ard", "election88"], scale="smoke", seeds=[0, 1],
                          overrides=[])
     linreg, election = plan.experiments
-    assert linreg.methods == ["advi_M1", "advi_M10", "nuts", "hmc", "hmc_init-advi"]
-    assert len(plan.runs) == 18
+    assert linreg.methods == ["advi_M1", "advi_M10", "advi_robust_M1", "nuts", "hmc",
+                              "hmc_init-advi"]
+    assert len(plan.runs) == 22
     assert linreg.runs[0].overrides == (
         "experiment=linreg_ard", "scale=smoke", "method=advi", "method.grad_samples=1", "seed=0")
     assert linreg.runs[0].trace == "results/runs/linreg_ard/advi_M1/seed0/trace.csv"

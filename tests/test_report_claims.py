@@ -165,3 +165,18 @@ def test_experiment_facts_tell_the_stand_in_from_real_images():
     with pytest.raises(ValueError, match="different models"):
         claims.experiment_facts([info(None, {}, None),
                                  {"config": {"experiment": {"model": "x"}}}])
+
+
+def test_robust_advi_gets_its_own_row_judged_in_place_of_stans():
+    # Stan's ADVI stops 3% short of NUTS; the robust preset reaches it first
+    finals = {**AGREEING, "advi_M1": -1.03, "advi_M10": -1.03, "advi_robust_M1": -0.999}
+    seconds = {**FAST_ADVI, "advi_M1": np.nan, "advi_M10": np.nan, "advi_robust_M1": 1.5}
+    experiment = ExperimentResult("linreg_ard", "linreg_ard", summary(finals, seconds), "nuts",
+                                  0.01, False, "simulated")
+    table = claims.claims_table(None, [experiment]).set_index("experiment")
+    assert table.loc["linreg_ard", "held"] == "no"
+    assert "advi_robust" not in table.loc["linreg_ard", "measured"]
+    robust = table.loc["linreg_ard (ADVI robust)"]
+    assert robust["held"] == "yes" and robust["claim"] == "E1"
+    assert "speed-up of advi_robust_M1 over NUTS: 40x" in robust["measured"]
+    assert "ADVI (M=1)" not in robust["measured"]
