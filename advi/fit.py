@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
@@ -156,14 +157,16 @@ def fit(
             checkpoint_every (default eval_elbo); init ("random": mu ~ N(0, I), "zero",
             "stan": U(-2, 2)); optimizer ("stan", an optax name or transform);
             khat_samples (draws for Pareto k-hat, 0 skips); start ("init" or "laplace");
-            stop ("relative_elbo" or "rhat"); precondition (scale mean steps by q's sd).
+            stop ("relative_elbo" or "rhat"); precondition (scale mean steps by q's sd);
+            fullrank_max_dim (largest K for family="fullrank", default 5,000).
 
     Returns:
         :class:`ADVIResult`; ``convergence_reason`` says which rule stopped the run.
 
     Raises:
-        ValueError: for invalid arguments, unknown options, non-finite data (naming the
-            value), before any compilation.
+        ValueError: for invalid arguments, unknown options, non-finite data, an empty
+            latent space or a full-rank q beyond ``fullrank_max_dim`` (naming the value and
+            the bytes needed), before any compilation.
         ADVIError: when the eta search fails, or when non-finite draws persist at the
             smallest eta; ``err.result`` keeps the last finite state and its history.
 
@@ -175,6 +178,7 @@ def fit(
     _validate(o)
     _check_key(rng_key)
     target = _target(model, model_args, model_kwargs, o)
+    _check_size(target, o)
     opt = get_optimizer(o["optimizer"])
     checkpoint_every = o["checkpoint_every"] or o["eval_elbo"]
     start = time.perf_counter()
@@ -226,6 +230,23 @@ def _target(model: Callable | Target, model_args: tuple, model_kwargs: dict | No
         return model
     return from_numpyro(model, model_args, model_kwargs, minibatch_size=o["minibatch_size"],
                         minibatch_plate=o["minibatch_plate"])
+
+
+def _check_size(target: Target, o: dict[str, Any]) -> None:
+    """Refuse, before any allocation, a latent space of size 0 and a full-rank q too large."""
+    dim = target.dim
+    if dim == 0:
+        raise ValueError("the model's latent sites have 0 unconstrained dimensions (every "
+                         "latent site is empty): there is nothing to infer")
+    _check_positive_int("fullrank_max_dim", o["fullrank_max_dim"])
+    if o["family"] == "fullrank" and dim > o["fullrank_max_dim"]:
+        gib = dim * dim * np.dtype(jnp.result_type(float)).itemsize / 2**30
+        raise ValueError(
+            f"family='fullrank' with K={dim} latent dimensions needs a {dim}x{dim} Cholesky "
+            f"factor: {gib:.2f} GiB for L alone, and as much again for its gradient and each "
+            f"optimiser moment; above fullrank_max_dim={o['fullrank_max_dim']} use "
+            "family='meanfield' (or raise fullrank_max_dim)"
+        )
 
 
 def _start_name(o: dict[str, Any], info: Any) -> str:

@@ -45,6 +45,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "start": "init",
         "stop": "relative_elbo",
         "precondition": False,
+        "fullrank_max_dim": 5000,
     },
 }
 PRESETS["robust"] = {

@@ -143,3 +143,16 @@ def test_step_api_runs_a_users_own_loop():
     np.testing.assert_allclose(jnp.exp(state.params.omega), 0.5, atol=0.15)
     _, info = advi.step(target, state, KEY, 0.05, optimizer="adam")
     assert bool(info.ok) and float(info.elbo) > -10.0
+
+
+def test_sizes_are_checked_before_any_allocation():
+    target = advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 6000)
+    with pytest.raises(ValueError, match=r"K=6000 .* 0\.13 GiB .*fullrank_max_dim=5000 use "
+                                         r"family='meanfield'"):
+        advi.fit(target, rng_key=KEY, family="fullrank")
+
+    def empty():
+        numpyro.sample("x", dist.Normal(0.0, 1.0).expand([0]).to_event(1))
+
+    with pytest.raises(ValueError, match="0 unconstrained dimensions"):
+        advi.fit(empty, rng_key=KEY)
