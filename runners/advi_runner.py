@@ -83,8 +83,7 @@ def run_advi(
         preset=method.preset,
         model_kwargs=train,
         checkpoint=checkpoint,
-        checkpoint_every=method.checkpoint_every,
-        **method.options(),
+        **method.options(),  # checkpoint_every among them
     )
     return {
         "iterations": int(result.num_iterations),
