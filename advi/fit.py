@@ -10,6 +10,7 @@ Both run the compiled functions of :mod:`advi.compiled`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -308,121 +309,144 @@ def _fit_robust(compiled: CompiledADVI, state0: ADVIState, eta: float, *, run_ke
     )
 
 
-def _optimise(
-    runner: CompiledADVI,
-    state: ADVIState,
-    eta: float,
-    *,
-    eta_adapted: bool,
-    run_key: Array,
-    elbo_key: Array,
-    compile_s: float,
-    adapt_s: float,
-    tol_rel_obj: float,
-    eval_elbo: int,
-    max_iter: int,
-    chunk_len: int,
-    checkpoint_every: int,
-    checkpoint: Callable | None,
-    khat_samples: int,
-    start: str,
-) -> ADVIResult:
+@dataclasses.dataclass
+class _History:
+    """What Stan's loop has recorded so far: the explicit history that becomes the result."""
+
+    eta: float
+    wall_s: float
+    compile_s: float
+    adapt_s: float
+    eta_adapted: bool
+    start: str
+    rows: list[tuple] = dataclasses.field(default_factory=list)
+    restarts: list[tuple[int, float, float]] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    elbo: float | None = None
+    reason: str = "max_iter"
+    converged: bool = False
+
+    def warn(self, message: str) -> None:
+        self.notes.append(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=5)
+
+    def elbo_history(self) -> ELBOHistory:
+        columns = zip(*self.rows, strict=True) if self.rows else ([] for _ in range(7))
+        return ELBOHistory(*(np.asarray(c) for c in columns))
+
+
+class _StanLoop:
     """The main loop of :func:`fit` after the eta search (Stan's relative-ELBO rule)."""
-    monitor = ConvergenceMonitor(tol_rel_obj=tol_rel_obj, max_iter=max_iter, eval_elbo=eval_elbo)
-    rows: list[tuple] = []
-    restarts: list[tuple[int, float, float]] = []
-    notes: list[str] = []
-    wall_s, elbo, reason = adapt_s, None, "max_iter"
-    last_good = state
-    last_hook = -1
 
-    def make_result(final: ADVIState, converged: bool, log_weights: Any) -> ADVIResult:
-        columns = zip(*rows, strict=True) if rows else ([] for _ in ELBOHistory._fields)
-        history = ELBOHistory(*(np.asarray(c) for c in columns))
-        return ADVIResult(
-            approximation=approximation(final),
-            eta=eta,
-            eta_adapted=eta_adapted,
-            converged=converged,
-            convergence_reason=reason,
-            num_iterations=int(final.iteration),
-            elbo_history=history,
-            wall_s=wall_s,
-            adapt_s=adapt_s,
-            compile_s=compile_s,
-            khat_log_weights=log_weights,
-            restarts=tuple(restarts),
-            warnings=tuple(notes),
-            start=start,
-        )
+    def __init__(self, runner: CompiledADVI, *, run_key: Array, elbo_key: Array,
+                 tol_rel_obj: float, eval_elbo: int, max_iter: int, chunk_len: int,
+                 checkpoint_every: int, checkpoint: Callable | None) -> None:
+        self.runner, self.run_key, self.elbo_key = runner, run_key, elbo_key
+        self.eval_elbo, self.max_iter, self.chunk_len = eval_elbo, max_iter, chunk_len
+        self.checkpoint_every, self.checkpoint = checkpoint_every, checkpoint
+        self.tol_rel_obj = tol_rel_obj
+        self.monitor = ConvergenceMonitor(tol_rel_obj=tol_rel_obj, max_iter=max_iter,
+                                          eval_elbo=eval_elbo)
 
-    def approximation(at: ADVIState) -> Approximation:
-        return Approximation(runner.family, at.params, runner.target)
+    def approximation(self, at: ADVIState) -> Approximation:
+        return Approximation(self.runner.family, at.params, self.runner.target)
 
-    def warn(message: str) -> None:
-        notes.append(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
+    def run(self, state: ADVIState, h: _History) -> ADVIState:
+        """Iterate until converged, ``max_iter`` or the hook stops it; returns the state."""
+        last_good, last_hook = state, -1
+        while int(state.iteration) < self.max_iter:
+            it = int(state.iteration)
+            tick = time.perf_counter()
+            new_state = self.runner.run(state, h.eta, self.run_key, len(h.restarts),
+                                        min(self.chunk_len - it % self.chunk_len,
+                                            self.max_iter - it))
+            if bool(new_state.failed):
+                h.wall_s += time.perf_counter() - tick
+                state = self.restart(last_good, h, "non-finite gradients beyond "
+                                     "10*grad_samples redraws")
+                continue
+            state, it = new_state, int(new_state.iteration)
+            if it % self.eval_elbo == 0 or it == self.max_iter:
+                elbo, _ = self.runner.elbo(state.params, self.elbo_key, it)
+                if not math.isfinite(elbo):
+                    h.wall_s += time.perf_counter() - tick
+                    state = self.restart(last_good, h, "non-finite ELBO beyond elbo_samples "
+                                         "redraws")
+                    continue
+                last_good = state
+                self.record(it, elbo, h, tick)
+            else:
+                h.wall_s += time.perf_counter() - tick
+            if self.checkpoint is not None and (it % self.checkpoint_every == 0
+                                                or h.converged):
+                last_hook = it
+                if self.checkpoint(CheckpointInfo(it, h.wall_s, h.elbo,
+                                                  self.approximation(state))):
+                    h.reason = "stopped by checkpoint"
+                    break
+            if h.converged:
+                break
+        if h.reason == "max_iter":
+            h.warn(f"max_iter={self.max_iter} reached before the relative ELBO change fell "
+                   f"below tol_rel_obj={self.tol_rel_obj}; the approximation may not have "
+                   "converged")
+        if self.checkpoint is not None and last_hook != int(state.iteration):
+            self.checkpoint(CheckpointInfo(int(state.iteration), h.wall_s, h.elbo,
+                                           self.approximation(state)))
+        return state
 
-    def restart(from_state: ADVIState, cause: str) -> tuple[ADVIState, float]:
-        new_eta = _smaller_eta(eta)
-        it = int(from_state.iteration)
+    def record(self, it: int, elbo: float, h: _History, tick: float) -> None:
+        """Push an ELBO estimate through Stan's convergence test into the history."""
+        h.elbo = elbo
+        status = self.monitor.update(it, elbo)
+        h.wall_s += time.perf_counter() - tick
+        h.rows.append((it, elbo, status.rel_change, status.rel_mean, status.rel_median, h.eta,
+                       h.wall_s))
+        logger.info("iter %6d  elbo %12.6g  rel mean %.4f median %.4f  eta %g  %.2f s",
+                    it, elbo, status.rel_mean, status.rel_median, h.eta, h.wall_s)
+        if status.may_diverge and not any("diverging" in n for n in h.notes):
+            h.warn(f"iteration {it}: relative ELBO change mean {status.rel_mean:.3g}, "
+                   f"median {status.rel_median:.3g} > 0.5; the fit may be diverging")
+        if status.converged_by:
+            h.converged, h.reason = True, status.converged_by
+
+    def restart(self, from_state: ADVIState, h: _History, cause: str) -> ADVIState:
+        """The next smaller eta from the last finite state, or ADVIError below the grid."""
+        new_eta, it = _smaller_eta(h.eta), int(from_state.iteration)
         if new_eta is None:
             raise ADVIError(
-                f"{cause} at iteration {it} with eta={eta:g}, the smallest eta of {ETA_GRID}; "
-                "stopping. err.result holds the last finite state and its ELBO history.",
-                make_result(from_state, False, None),
+                f"{cause} at iteration {it} with eta={h.eta:g}, the smallest eta of "
+                f"{ETA_GRID}; stopping. err.result holds the last finite state and its ELBO "
+                "history.", self.result(from_state, h, None),
             )
-        restarts.append((it, eta, new_eta))
-        warn(f"{cause} at iteration {it} with eta={eta:g}; restarting from the last finite "
-             f"state with eta={new_eta:g}")
-        return fresh_state(from_state.params, runner.optimizer, from_state.iteration), new_eta
+        h.restarts.append((it, h.eta, new_eta))
+        h.warn(f"{cause} at iteration {it} with eta={h.eta:g}; restarting from the last "
+               f"finite state with eta={new_eta:g}")
+        h.eta = new_eta
+        return fresh_state(from_state.params, self.runner.optimizer, from_state.iteration)
 
-    converged = False
-    while int(state.iteration) < max_iter:
-        it = int(state.iteration)
-        num_steps = min(chunk_len - it % chunk_len, max_iter - it)
-        tick = time.perf_counter()
-        new_state = runner.run(state, eta, run_key, len(restarts), num_steps)
-        if bool(new_state.failed):
-            wall_s += time.perf_counter() - tick
-            state, eta = restart(last_good, "non-finite gradients beyond 10*grad_samples redraws")
-            continue
-        state = new_state
-        it = int(state.iteration)
-        if it % eval_elbo == 0 or it == max_iter:
-            elbo_value, _ = runner.elbo(state.params, elbo_key, it)
-            if not math.isfinite(elbo_value):
-                wall_s += time.perf_counter() - tick
-                state, eta = restart(last_good, "non-finite ELBO beyond elbo_samples redraws")
-                continue
-            elbo, last_good = elbo_value, state
-            status = monitor.update(it, elbo)
-            wall_s += time.perf_counter() - tick
-            rows.append(
-                (it, elbo, status.rel_change, status.rel_mean, status.rel_median, eta, wall_s)
-            )
-            logger.info(
-                "iter %6d  elbo %12.6g  rel mean %.4f median %.4f  eta %g  %.2f s",
-                it, elbo, status.rel_mean, status.rel_median, eta, wall_s,
-            )
-            if status.may_diverge and not any("diverging" in n for n in notes):
-                warn(f"iteration {it}: relative ELBO change mean {status.rel_mean:.3g}, "
-                     f"median {status.rel_median:.3g} > 0.5; the fit may be diverging")
-            if status.converged_by:
-                converged, reason = True, status.converged_by
-        else:
-            wall_s += time.perf_counter() - tick
-        if checkpoint is not None and (it % checkpoint_every == 0 or converged):
-            last_hook = it
-            if checkpoint(CheckpointInfo(it, wall_s, elbo, approximation(state))):
-                reason = "stopped by checkpoint"
-                break
-        if converged:
-            break
-    if reason == "max_iter":
-        warn(f"max_iter={max_iter} reached before the relative ELBO change fell below "
-             f"tol_rel_obj={tol_rel_obj}; the approximation may not have converged")
-    if checkpoint is not None and last_hook != int(state.iteration):
-        checkpoint(CheckpointInfo(int(state.iteration), wall_s, elbo, approximation(state)))
-    return make_result(state, converged, _khat_weights(runner, state.params, elbo_key,
-                                                       khat_samples))
+    def result(self, final: ADVIState, h: _History, log_weights: Any) -> ADVIResult:
+        return ADVIResult(
+            approximation=self.approximation(final), eta=h.eta, eta_adapted=h.eta_adapted,
+            converged=h.converged, convergence_reason=h.reason,
+            num_iterations=int(final.iteration), elbo_history=h.elbo_history(),
+            wall_s=h.wall_s, adapt_s=h.adapt_s, compile_s=h.compile_s,
+            khat_log_weights=log_weights, restarts=tuple(h.restarts),
+            warnings=tuple(h.notes), start=h.start,
+        )
+
+
+def _optimise(runner: CompiledADVI, state: ADVIState, eta: float, *, eta_adapted: bool,
+              run_key: Array, elbo_key: Array, compile_s: float, adapt_s: float,
+              tol_rel_obj: float, eval_elbo: int, max_iter: int, chunk_len: int,
+              checkpoint_every: int, checkpoint: Callable | None, khat_samples: int,
+              start: str) -> ADVIResult:
+    """Stan's main loop (:class:`_StanLoop`) and its result."""
+    loop = _StanLoop(runner, run_key=run_key, elbo_key=elbo_key, tol_rel_obj=tol_rel_obj,
+                     eval_elbo=eval_elbo, max_iter=max_iter, chunk_len=chunk_len,
+                     checkpoint_every=checkpoint_every, checkpoint=checkpoint)
+    history = _History(eta=eta, wall_s=adapt_s, compile_s=compile_s, adapt_s=adapt_s,
+                       eta_adapted=eta_adapted, start=start)
+    state = loop.run(state, history)
+    return loop.result(state, history,
+                       _khat_weights(runner, state.params, elbo_key, khat_samples))
