@@ -66,14 +66,12 @@ class ChunkMoments(NamedTuple):
         stat: (2K,) sum of the monitored quantities (mu, log of q's standard deviations).
         stat_sq: (2K,) sum of their squares.
         elbo: () sum of the M-draw ELBO estimates of the steps (nats).
-        redraws: () int32, non-finite draws replaced.
     """
 
     params: Any
     stat: Array
     stat_sq: Array
     elbo: Array
-    redraws: Array
 
 
 def _monitored(family: Family, params: Any) -> Array:
@@ -104,12 +102,12 @@ def _make_chunk(target: Target, family: Family, optimizer: Any, M: int, precondi
             stat = _monitored(family, new.params)
             return new, ChunkMoments(
                 jax.tree.map(jnp.add, m.params, new.params), m.stat + stat,
-                m.stat_sq + stat**2, m.elbo + info.elbo, m.redraws + info.redraws,
+                m.stat_sq + stat**2, m.elbo + info.elbo,
             )
 
         zeros = jnp.zeros(2 * target.dim, state.params.mu.dtype)
         start = ChunkMoments(jax.tree.map(jnp.zeros_like, state.params), zeros, zeros,
-                             jnp.zeros((), zeros.dtype), jnp.zeros((), jnp.int32))
+                             jnp.zeros((), zeros.dtype))
         return jax.lax.fori_loop(0, num_steps, body_m, (state, start))
 
     return chunk

@@ -423,7 +423,8 @@ class _StanLoop:
         h.warn(f"{cause} at iteration {it} with eta={h.eta:g}; restarting from the last "
                f"finite state with eta={new_eta:g}")
         h.eta = new_eta
-        return fresh_state(from_state.params, self.runner.optimizer, from_state.iteration)
+        return fresh_state(from_state.params, self.runner.optimizer, from_state.iteration,
+                           from_state.redraws)
 
     def result(self, final: ADVIState, h: _History, log_weights: Any) -> ADVIResult:
         return ADVIResult(
@@ -432,7 +433,7 @@ class _StanLoop:
             num_iterations=int(final.iteration), elbo_history=h.elbo_history(),
             wall_s=h.wall_s, adapt_s=h.adapt_s, compile_s=h.compile_s,
             khat_log_weights=log_weights, restarts=tuple(h.restarts),
-            warnings=tuple(h.notes), start=h.start,
+            warnings=tuple(h.notes), start=h.start, redraws=int(final.redraws),
         )
 
 

@@ -151,8 +151,8 @@ class ADVIResult:
         warnings: human-readable warnings issued during the fit.
         start: how the initial q was chosen ("init=random", "laplace (N L-BFGS steps)",
             or the init used when the Laplace start was refused).
-        redraws: non-finite draws replaced during the optimisation (counted by the
-            robust loop; None for Stan's loop, which does not count them).
+        redraws: non-finite draws replaced during the optimisation (eta search and
+            ELBO estimates not counted).
     """
 
     approximation: Approximation

@@ -112,7 +112,7 @@ def optimise(
         ADVIError: when non-finite draws persist below eta = :data:`SMALLEST_ETA`.
     """
     trace, history, restarts = _Trace(), [], []
-    redraws, reason, converged = 0, "max_iter", False
+    reason, converged = "max_iter", False
     while int(state.iteration) < max_iter:
         it = int(state.iteration)
         tick = time.perf_counter()
@@ -126,7 +126,6 @@ def optimise(
         state, it = new_state, int(new_state.iteration)
         steps = it - int(history[-1].iteration if history else 0)
         trace.add(moments)
-        redraws += int(moments.redraws)
         converged, rhat = trace.rhat(chunk_len)
         wall_s += time.perf_counter() - tick
         history.append(HistoryRow(it, float(moments.elbo) / max(steps, 1), rhat, eta, wall_s))
@@ -142,7 +141,7 @@ def optimise(
         if converged:
             break
     return RobustOutcome(trace.average(chunk_len), int(state.iteration), converged, reason,
-                         eta, history, wall_s, restarts, redraws)
+                         eta, history, wall_s, restarts, int(state.redraws))
 
 
 def _restart(compiled: CompiledADVI, state: ADVIState, trace: _Trace, chunk_len: int,
@@ -155,4 +154,4 @@ def _restart(compiled: CompiledADVI, state: ADVIState, trace: _Trace, chunk_len:
     restarts.append((it, eta, eta / 10))
     logger.warning("non-finite draws at iteration %d with eta=%g; restarting at eta=%g",
                    it, eta, eta / 10)
-    return fresh_state(params, compiled.optimizer, state.iteration), eta / 10
+    return fresh_state(params, compiled.optimizer, state.iteration, state.redraws), eta / 10

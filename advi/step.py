@@ -34,12 +34,15 @@ class ADVIState(NamedTuple):
         iteration: () int32, iterations done.
         failed: () bool, True once a step met non-finite draws beyond the redraw budget or
             produced non-finite parameters; the state is then frozen at the last finite one.
+        redraws: () int32, non-finite draws replaced so far (Stan replaces them silently;
+            here they are counted and reported as ``ADVIResult.redraws``).
     """
 
     params: Any
     opt_state: Any
     iteration: Array
     failed: Array
+    redraws: Array
 
 
 class StepInfo(NamedTuple):
@@ -58,10 +61,11 @@ class StepInfo(NamedTuple):
     ok: Array
 
 
-def fresh_state(params: Any, optimizer: optax.GradientTransformation, iteration: Array
-                ) -> ADVIState:
+def fresh_state(params: Any, optimizer: optax.GradientTransformation, iteration: Array,
+                redraws: Array | int = 0) -> ADVIState:
     """An :class:`ADVIState` at ``params`` with a new optimiser history."""
-    return ADVIState(params, optimizer.init(params), iteration, jnp.zeros((), bool))
+    return ADVIState(params, optimizer.init(params), iteration, jnp.zeros((), bool),
+                     jnp.asarray(redraws, jnp.int32))
 
 
 def init(
@@ -142,7 +146,8 @@ def step(
         updates = precondition_by_scale(fam, state.params, updates)
     params = jax.tree.map(lambda p, u: p + eta * u, state.params, updates)
     ok = est.ok & jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)]))
-    moved = ADVIState(params, opt_state, state.iteration + 1, jnp.zeros((), bool))
+    moved = ADVIState(params, opt_state, state.iteration + 1, jnp.zeros((), bool),
+                      state.redraws + est.redraws)
     frozen = state._replace(failed=jnp.ones((), bool))
     new = jax.tree.map(lambda a, b: jnp.where(ok, a, b), moved, frozen)
     return new, StepInfo(est.elbo, est.redraws, ok)

@@ -96,4 +96,5 @@ def run_advi(
         "pareto_khat": None if result.pareto_khat is None else float(result.pareto_khat),
         "warnings": list(result.warnings),
         "start": result.start,
+        "redraws": result.redraws,
     }

@@ -156,3 +156,16 @@ def test_sizes_are_checked_before_any_allocation():
 
     with pytest.raises(ValueError, match="0 unconstrained dimensions"):
         advi.fit(empty, rng_key=KEY)
+
+
+@pytest.mark.parametrize("preset", ["stan", "robust"])
+def test_redrawn_draws_are_counted(preset):
+    # -inf on the slab z_0 > 1.5 (7% of a standard normal's mass): those draws are redrawn
+    target = advi.from_log_density(lambda z: jnp.where(z[0] > 1.5, -jnp.inf,
+                                                       -0.5 * jnp.sum(z**2)), 2)
+    result = advi.fit(target, rng_key=KEY, preset=preset, khat_samples=0, max_iter=500,
+                      eta=0.1)
+    assert 50 < result.redraws < 500
+    finite = advi.fit(advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 2), rng_key=KEY,
+                      preset=preset, khat_samples=0, max_iter=500, eta=0.1)
+    assert finite.redraws == 0
