@@ -477,6 +477,7 @@ def parse_args() -> argparse.Namespace:
 
 
 def main() -> None:
+    """Run the benchmark and print its report (module docstring)."""
     args = parse_args()
     if args.child:
         print(json.dumps((child_e1 if args.child == "e1" else child_schools)(args)))

@@ -108,6 +108,7 @@ def time_minibatches(train: dict, sizes: list[int], iters: int, repeats: int) ->
 
 
 def main() -> None:
+    """Run the benchmark and print its report (module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
                         help=f"the stand-in .npy (simulated if missing; default {DEFAULT_DATA})")
