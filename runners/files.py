@@ -1,9 +1,12 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of one."""
+"""Atomic writes: a reader sees the old file (or folder) or the new one, never half of one
+and never a mix of the two."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,3 +39,74 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
     with atomic_open(path) as f:
         json.dump(obj, f, indent=2, sort_keys=False, default=str)
         f.write("\n")
+
+
+PARTIAL_SUFFIX = ".partial"
+"""A folder's name plus this suffix: the files of a :func:`staged_dir` block that did not
+finish (interrupted or failed)."""
+
+
+def partial_path(path: str | os.PathLike) -> Path:
+    """Where :func:`staged_dir` keeps an unfinished block's files: ``<path>.partial``."""
+    path = Path(path)
+    return path.with_name(path.name + PARTIAL_SUFFIX)
+
+
+@contextmanager
+def staged_dir(path: str | os.PathLike) -> Iterator[Path]:
+    """A fresh, empty folder whose contents replace the folder ``path`` when the block ends.
+
+    The block writes into ``.<name>.running-<pid>-<random>`` beside ``path``. On success
+    the old ``path`` (if any) is renamed aside, the new folder renamed to ``path``, and the
+    old one and any ``<path>.partial`` removed: a reader sees the old folder whole, then
+    for an instant none, then the new one whole, never a mix. On an exception (an
+    interrupt included) ``path`` is left as it was, the block's files are kept as
+    ``<path>.partial`` (replacing an older one) and the exception propagates. Folders left
+    by a process killed outright (SIGKILL) are removed by the next ``staged_dir(path)``.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_orphans(path)
+    work = Path(tempfile.mkdtemp(dir=path.parent,
+                                 prefix=f".{path.name}.running-{os.getpid()}-"))
+    try:
+        yield work
+    except BaseException:
+        _replace_dir(work, partial_path(path))
+        raise
+    _replace_dir(work, path)
+    shutil.rmtree(partial_path(path), ignore_errors=True)
+
+
+def _replace_dir(new: Path, path: Path) -> None:
+    """Renames the folder ``new`` to ``path``, removing what ``path`` held."""
+    old = None
+    if path.exists():
+        old = path.with_name(f".{path.name}.old-{os.getpid()}")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(path, old)
+    os.replace(new, path)
+    if old is not None:
+        shutil.rmtree(old)
+
+
+def _remove_orphans(path: Path) -> None:
+    """Removes the ``.running-<pid>-*`` and ``.old-<pid>`` folders of ``path`` whose
+    process no longer exists."""
+    for kind in ("running", "old"):
+        prefix = f".{path.name}.{kind}-"
+        for folder in path.parent.glob(f"{glob.escape(prefix)}*"):
+            pid = folder.name.removeprefix(prefix).split("-")[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -15,7 +15,7 @@ import models
 from .advi_runner import run_advi
 from .config import AdviConfig, Config
 from .data import load_problem, prepare_data
-from .files import write_json
+from .files import staged_dir, write_json
 from .mcmc_runner import run_mcmc
 from .paths import run_dir
 from .posterior import PosteriorMean
@@ -26,9 +26,31 @@ from .trace import TraceWriter
 logger = logging.getLogger(__name__)
 
 
+def _fit(run: Config, problem: models.Problem, work: Path, trace: TraceWriter) -> dict[str, Any]:
+    """Runs the method's runner on ``problem``, writing the trace and the posterior mean
+    into the folder ``work``; returns the runner's facts."""
+    module = models.get(run.experiment.model)
+    runner = run_advi if isinstance(run.method, AdviConfig) else run_mcmc
+    return runner(
+        functools.partial(module.model, **run.experiment.model_args),
+        problem.train,
+        run.method,
+        rng_key=jax.random.PRNGKey(run.seed),
+        budget_s=run.budget_s,
+        log_likelihood=make_log_likelihood(module, problem.heldout),
+        trace=trace,
+        posterior_mean=PosteriorMean(work / "posterior_mean.npz"),
+    )
+
+
 def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
     """Runs ``run`` and writes its trace.csv and posterior_mean.npz (per checkpoint, see
     :mod:`runners.posterior`) and info.json (at the end).
+
+    The run writes into a fresh folder that replaces the run's folder only when it
+    finishes (:func:`runners.files.staged_dir`); a run that stops early (an exception, an
+    interrupt) leaves the old folder as it was and its own files in ``seed<k>.partial``,
+    with an ``info.json`` whose ``status`` says why.
 
     Args:
         run: the checked config (:func:`runners.config.to_run`).
@@ -43,42 +65,25 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
     logger.info("%s / %s / seed %d -> %s", run.experiment.name, method_name, run.seed, out)
     path = prepare_data(run)
     problem = load_problem(run, path)
-    module = models.get(run.experiment.model)
-    trace = TraceWriter(
-        out / "trace.csv",
-        identity={"experiment": run.experiment.name, "method": method_name,
-                  "label": run.method.label(), "seed": run.seed},
-    )
-    runner = run_advi if isinstance(run.method, AdviConfig) else run_mcmc
-    model = functools.partial(module.model, **run.experiment.model_args)
-    facts = runner(
-        model,
-        problem.train,
-        run.method,
-        rng_key=jax.random.PRNGKey(run.seed),
-        budget_s=run.budget_s,
-        log_likelihood=make_log_likelihood(module, problem.heldout),
-        trace=trace,
-        posterior_mean=PosteriorMean(out / "posterior_mean.npz"),
-    )
-    final = trace.last or {}
-    info = {
-        "experiment": run.experiment.name,
-        "method": method_name,
-        "label": run.method.label(),
-        "seed": run.seed,
-        "scale": run.scale.name,
-        "budget_s": run.budget_s,
-        **facts,
-        "final_heldout_lpd": final.get("heldout_lpd"),
-        "checkpoints": len(trace.rows),
-        "total_s": time.perf_counter() - start,
-        "model_args": dict(run.experiment.model_args),
-        "data": {"path": str(path), "image_dir": run.data.image_dir, **problem.meta},
-        "config": resolved_config,
-        "environment": environment(),
-    }
-    write_json(out / "info.json", info)
+    identity = {"experiment": run.experiment.name, "method": method_name,
+                "label": run.method.label(), "seed": run.seed}
+    info = {**identity, "scale": run.scale.name, "budget_s": run.budget_s}
+    about = {"model_args": dict(run.experiment.model_args),
+             "data": {"path": str(path), "image_dir": run.data.image_dir, **problem.meta},
+             "config": resolved_config, "environment": environment()}
+    with staged_dir(out) as work:
+        trace = TraceWriter(work / "trace.csv", identity=identity)
+        try:
+            facts = _fit(run, problem, work, trace)
+        except BaseException as error:
+            write_json(work / "info.json", {
+                **info, "status": f"stopped early: {type(error).__name__} {error}".strip(),
+                "checkpoints": len(trace.rows), "total_s": time.perf_counter() - start, **about})
+            raise
+        info.update(status="finished", **facts,
+                    final_heldout_lpd=(trace.last or {}).get("heldout_lpd"),
+                    checkpoints=len(trace.rows), total_s=time.perf_counter() - start, **about)
+        write_json(work / "info.json", info)
     logger.info("done: %d iterations, %.2f s on the clock, %.2f s compiling, %.2f s in all",
                 facts["iterations"], facts["wall_s"], facts["compile_s"], info["total_s"])
     return out

@@ -1,0 +1,73 @@
+"""A real interrupt of scripts/fit.py rerunning a finished run: the finished run stays whole
+and the interrupted one is kept apart, under a name that says so."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from runners.paths import REPO_ROOT, run_dir
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
+# E1 at smoke scale with ADVI: finished in seconds; LONG makes a rerun run for minutes.
+QUICK = ["experiment=linreg_ard", "method=advi", "scale=smoke"]
+LONG = ["method.tol_rel_obj=1e-9", "method.max_iter=10000000", "budget_s=600"]
+
+
+def fit(results_dir, *overrides):
+    """scripts/fit.py as a child process, writing under ``results_dir``."""
+    return subprocess.Popen(
+        [sys.executable, str(REPO_ROOT / "scripts" / "fit.py"), *QUICK,
+         f"results_dir={results_dir}", *overrides],
+        env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for_checkpoint(folder, child, timeout=120):
+    """Waits until a run being written beside ``folder`` has its first trace row."""
+    deadline = time.monotonic() + timeout
+    while not list(folder.parent.glob(f".{folder.name}.running-*/trace.csv")):
+        assert child.poll() is None, child.communicate()[0][-3000:]
+        assert time.monotonic() < deadline, "no checkpoint within the timeout"
+        time.sleep(0.2)
+
+
+def snapshot(folder):
+    return {path.name: path.read_bytes() for path in folder.iterdir()}
+
+
+@pytest.fixture(scope="module")
+def interrupted(tmp_path_factory):
+    """A finished run, then a rerun of it interrupted with SIGINT after its first checkpoint:
+    (the run's folder, its files before the rerun, the rerun's exit status, its output)."""
+    results = tmp_path_factory.mktemp("interrupt") / "results"
+    folder = run_dir(results, "linreg_ard", "advi_M1", 0)
+    first = fit(results)
+    output = first.communicate(timeout=300)[0]
+    assert first.returncode == 0, output[-3000:]
+    before = snapshot(folder)
+    rerun = fit(results, *LONG)
+    wait_for_checkpoint(folder, rerun)
+    rerun.send_signal(signal.SIGINT)
+    output = rerun.communicate(timeout=120)[0]
+    return folder, before, rerun.returncode, output
+
+
+def test_the_finished_run_is_intact_after_an_interrupted_rerun(interrupted):
+    folder, before, returncode, output = interrupted
+    assert returncode != 0, output[-3000:]
+    assert snapshot(folder) == before
+    assert json.loads(before["info.json"])["status"] == "finished"
+
+
+def test_the_interrupted_rerun_is_kept_as_partial(interrupted):
+    folder, _, _, _ = interrupted
+    partial = folder.with_name("seed0.partial")
+    info = json.loads((partial / "info.json").read_text())
+    assert info["status"].startswith("stopped early") and info["checkpoints"] >= 1
+    trace = (partial / "trace.csv").read_text().splitlines()
+    assert len(trace) == 1 + info["checkpoints"]
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["seed0", "seed0.partial"]
