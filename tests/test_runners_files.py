@@ -1,11 +1,15 @@
-"""Atomic folders: a run's folder holds one run, whole, whether its rerun finishes or not."""
+"""Atomic folders: a run's folder holds one run, whole, whether its rerun finishes or not;
+files as readable as any the user writes; strict JSON."""
 
+import json
 import os
+import stat
 import subprocess
 
+import numpy as np
 import pytest
 
-from runners.files import partial_path, staged_dir
+from runners.files import atomic_open, partial_path, staged_dir, write_json
 
 
 def write(folder, **files):
@@ -58,3 +62,34 @@ def test_folders_of_a_killed_process_are_removed_and_a_live_ones_kept(tmp_path):
     with staged_dir(tmp_path / "seed0") as work:
         write(work, **{"trace.csv": "t"})
     assert not orphan.exists() and live.exists()
+
+
+@pytest.fixture(params=[0o022, 0o077])
+def umask(request):
+    old = os.umask(request.param)
+    yield request.param
+    os.umask(old)
+
+
+def test_files_and_run_folders_get_the_mode_the_umask_gives(tmp_path, umask):
+    with staged_dir(tmp_path / "seed0") as work:
+        with atomic_open(work / "trace.csv") as f:
+            f.write("t")
+        write_json(work / "info.json", {"a": 1})
+    folder = tmp_path / "seed0"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o777 & ~umask
+    for name in ("trace.csv", "info.json"):
+        assert stat.S_IMODE((folder / name).stat().st_mode) == 0o666 & ~umask
+
+
+def refuse(constant):
+    raise ValueError(f"not strict JSON: {constant}")
+
+
+def test_info_json_is_strict_json_with_non_finite_numbers_as_null(tmp_path):
+    path = tmp_path / "info.json"
+    write_json(path, {"pareto_khat": float("inf"), "elbo": [np.nan, -1.5, np.float32(-np.inf)],
+                      "eta": np.float32(0.5), "iterations": 7, "converged": True})
+    info = json.loads(path.read_text(), parse_constant=refuse)
+    assert info == {"pareto_khat": None, "elbo": [None, -1.5, None], "eta": 0.5,
+                    "iterations": 7, "converged": True}
