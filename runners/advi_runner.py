@@ -35,6 +35,7 @@ def run_advi(
     log_likelihood: LogLikelihood,
     trace: TraceWriter,
     posterior_mean: PosteriorMean | None = None,
+    stop: Callable[[], str | None] | None = None,
 ) -> dict[str, Any]:
     """Fits q by ADVI, writing one trace row per checkpoint.
 
@@ -47,6 +48,8 @@ def run_advi(
         trace: where checkpoint rows go (columns ``elbo`` besides the common ones).
         posterior_mean: if given, rewritten at every checkpoint with the mean of that
             checkpoint's S draws (E_q[theta], Monte Carlo).
+        stop: asked after every checkpoint; a reason (not None) stops the fit there
+            (:class:`runners.interrupt.StopRequest`).
 
     Returns:
         The run's facts for ``info.json``: iterations, convergence, eta, compile seconds.
@@ -75,7 +78,7 @@ def run_advi(
             "advi iteration %d: elbo %s, heldout_lpd %.4f, %.2f s",
             info.iteration, info.elbo, scores.lpd(), info.wall_s,
         )
-        return over_budget
+        return over_budget or (stop is not None and stop() is not None)
 
     result = advi.fit(
         model,

@@ -164,6 +164,7 @@ def run_mcmc(
     log_likelihood: LogLikelihood,
     trace: TraceWriter,
     posterior_mean: PosteriorMean | None = None,
+    stop: Callable[[], str | None] | None = None,
 ) -> dict[str, Any]:
     """Runs one chain of NUTS (``NutsConfig``) or static HMC (``HmcConfig``) in chunks.
 
@@ -179,6 +180,8 @@ def run_mcmc(
             iteration 0, the initial point scored as one draw.
         posterior_mean: if given, rewritten at every checkpoint with the mean of the draws
             that the checkpoint scored (all post-warmup draws so far, or the warmup chunk's).
+        stop: asked after every checkpoint; a reason (not None) stops the chain there
+            (:class:`runners.interrupt.StopRequest`).
 
     Returns:
         The run's facts for ``info.json``: iterations, divergences and acceptance rate after
@@ -289,8 +292,10 @@ def run_mcmc(
         )
         if stop_reason is None and clock.elapsed_s >= budget_s and int(state.i) < total:
             stop_reason = f"the budget of {budget_s:g} s was reached"
-        if stop_reason is not None:
-            logger.info("%s: stopping after %d iterations (%s)", name, int(state.i), stop_reason)
+        interrupted = stop() if stop is not None else None
+        if stop_reason is not None or interrupted is not None:
+            logger.info("%s: stopping after %d iterations (%s)", name, int(state.i),
+                        stop_reason or interrupted)
             break
     return {
         "iterations": int(state.i),

@@ -15,7 +15,8 @@ import models
 from .advi_runner import run_advi
 from .config import AdviConfig, Config
 from .data import load_problem, prepare_data
-from .files import staged_dir, write_json
+from .files import partial_path, staged_dir, write_json
+from .interrupt import Interrupted, StopRequest, stop_on_signals
 from .mcmc_runner import run_mcmc
 from .paths import run_dir
 from .posterior import PosteriorMean
@@ -26,9 +27,10 @@ from .trace import TraceWriter
 logger = logging.getLogger(__name__)
 
 
-def _fit(run: Config, problem: models.Problem, work: Path, trace: TraceWriter) -> dict[str, Any]:
+def _fit(run: Config, problem: models.Problem, work: Path, trace: TraceWriter,
+         stop: StopRequest) -> dict[str, Any]:
     """Runs the method's runner on ``problem``, writing the trace and the posterior mean
-    into the folder ``work``; returns the runner's facts."""
+    into the folder ``work``, until it ends or ``stop`` asks; returns the runner's facts."""
     module = models.get(run.experiment.model)
     runner = run_advi if isinstance(run.method, AdviConfig) else run_mcmc
     return runner(
@@ -40,6 +42,7 @@ def _fit(run: Config, problem: models.Problem, work: Path, trace: TraceWriter) -
         log_likelihood=make_log_likelihood(module, problem.heldout),
         trace=trace,
         posterior_mean=PosteriorMean(work / "posterior_mean.npz"),
+        stop=stop,
     )
 
 
@@ -48,9 +51,10 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
     :mod:`runners.posterior`) and info.json (at the end).
 
     The run writes into a fresh folder that replaces the run's folder only when it
-    finishes (:func:`runners.files.staged_dir`); a run that stops early (an exception, an
-    interrupt) leaves the old folder as it was and its own files in ``seed<k>.partial``,
-    with an ``info.json`` whose ``status`` says why.
+    finishes (:func:`runners.files.staged_dir`); a run that stops early leaves the old
+    folder as it was and its own files in ``seed<k>.partial``, with an ``info.json`` whose
+    ``status`` says why. SIGINT or SIGTERM stops the run at its next checkpoint
+    (:mod:`runners.interrupt`).
 
     Args:
         run: the checked config (:func:`runners.config.to_run`).
@@ -58,6 +62,9 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
 
     Returns:
         The run's output folder.
+
+    Raises:
+        Interrupted: a signal stopped the run (its ``exit_code``: 128 + the signal).
     """
     start = time.perf_counter()
     method_name = run.method.run_name()
@@ -71,19 +78,24 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
     about = {"model_args": dict(run.experiment.model_args),
              "data": {"path": str(path), "image_dir": run.data.image_dir, **problem.meta},
              "config": resolved_config, "environment": environment()}
-    with staged_dir(out) as work:
+    with stop_on_signals() as stop, staged_dir(out) as work:
         trace = TraceWriter(work / "trace.csv", identity=identity)
         try:
-            facts = _fit(run, problem, work, trace)
+            facts = _fit(run, problem, work, trace, stop)
         except BaseException as error:
-            write_json(work / "info.json", {
-                **info, "status": f"stopped early: {type(error).__name__} {error}".strip(),
-                "checkpoints": len(trace.rows), "total_s": time.perf_counter() - start, **about})
+            info.update(status=f"stopped early: {type(error).__name__} {error}".strip())
+            write_json(work / "info.json", {**info, "checkpoints": len(trace.rows),
+                                            "total_s": time.perf_counter() - start, **about})
             raise
-        info.update(status="finished", **facts,
+        info.update(status=stop() or "finished", **facts,
                     final_heldout_lpd=(trace.last or {}).get("heldout_lpd"),
                     checkpoints=len(trace.rows), total_s=time.perf_counter() - start, **about)
         write_json(work / "info.json", info)
+        if stop.signum is not None:
+            raise Interrupted(stop.signum, (
+                f"{stop()}: stopped at iteration {facts['iterations']} after "
+                f"{len(trace.rows)} checkpoints; kept in {partial_path(out)} ({out} was not "
+                f"written); rerun to redo it"))
     logger.info("done: %d iterations, %.2f s on the clock, %.2f s compiling, %.2f s in all",
                 facts["iterations"], facts["wall_s"], facts["compile_s"], info["total_s"])
     return out

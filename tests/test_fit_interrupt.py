@@ -1,5 +1,6 @@
-"""A real interrupt of scripts/fit.py rerunning a finished run: the finished run stays whole
-and the interrupted one is kept apart, under a name that says so."""
+"""Real interrupts of scripts/fit.py: a rerun of a finished run stopped by Ctrl-C (SIGINT)
+stops at its next checkpoint, leaves the finished run whole and keeps its own apart, under a
+name that says so; a fit whose workflow is killed stops too rather than running on alone."""
 
 import json
 import os
@@ -51,23 +52,50 @@ def interrupted(tmp_path_factory):
     before = snapshot(folder)
     rerun = fit(results, *LONG)
     wait_for_checkpoint(folder, rerun)
+    sent = time.monotonic()
     rerun.send_signal(signal.SIGINT)
     output = rerun.communicate(timeout=120)[0]
-    return folder, before, rerun.returncode, output
+    return folder, before, rerun.returncode, output, time.monotonic() - sent
 
 
 def test_the_finished_run_is_intact_after_an_interrupted_rerun(interrupted):
-    folder, before, returncode, output = interrupted
-    assert returncode != 0, output[-3000:]
+    folder, before, returncode, output, _ = interrupted
+    assert returncode == 130, output[-3000:]
     assert snapshot(folder) == before
     assert json.loads(before["info.json"])["status"] == "finished"
 
 
-def test_the_interrupted_rerun_is_kept_as_partial(interrupted):
-    folder, _, _, _ = interrupted
+def test_the_interrupted_rerun_stops_at_its_next_checkpoint_and_is_kept_as_partial(interrupted):
+    folder, _, _, output, seconds = interrupted
+    assert seconds < 30  # a checkpoint away, not the 600-s budget
     partial = folder.with_name("seed0.partial")
     info = json.loads((partial / "info.json").read_text())
-    assert info["status"].startswith("stopped early") and info["checkpoints"] >= 1
+    assert info["status"] == "interrupted by SIGINT" and info["checkpoints"] >= 1
+    assert info["iterations"] == 100 * info["checkpoints"]  # ADVI: a checkpoint per 100
     trace = (partial / "trace.csv").read_text().splitlines()
     assert len(trace) == 1 + info["checkpoints"]
     assert sorted(p.name for p in folder.parent.iterdir()) == ["seed0", "seed0.partial"]
+    assert "SIGINT received: stopping at the next checkpoint" in output
+    assert f"interrupted by SIGINT: stopped at iteration {info['iterations']}" in output
+    assert f"kept in {partial}" in output and "Traceback" not in output
+
+
+def test_a_fit_whose_workflow_is_killed_stops_and_keeps_its_run(tmp_path):
+    """SIGKILL to Snakemake: its fit job gets SIGTERM (runners.interrupt.die_with_parent)."""
+    command = ["snakemake", "--snakefile", str(REPO_ROOT / "Snakefile"), "--directory",
+               str(tmp_path), "--cores", "1", "--config", "scale=smoke", "seeds=[0]",
+               "experiments=[linreg_ard]",
+               f"overrides={json.dumps(['method=advi', *LONG])}",
+               "--", "results/runs/linreg_ard/advi_M1/seed0/trace.csv"]
+    workflow = subprocess.Popen(command, cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+    folder = run_dir(tmp_path / "results", "linreg_ard", "advi_M1", 0)
+    wait_for_checkpoint(folder, workflow, timeout=300)
+    workflow.kill()
+    workflow.wait()
+    info_path = folder.with_name("seed0.partial") / "info.json"
+    deadline = time.monotonic() + 60
+    while not info_path.exists():
+        assert time.monotonic() < deadline, "the orphaned fit did not stop within 60 s"
+        time.sleep(0.2)
+    assert json.loads(info_path.read_text())["status"] == "interrupted by SIGTERM"
