@@ -13,12 +13,12 @@ before any job runs.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from hydra import compose, initialize_config_dir
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from .config import AdviConfig, Config, register, to_run
@@ -129,10 +129,25 @@ class Plan(NamedTuple):
 
 
 def expand_sweeps(overrides: Sequence[str]) -> list[list[str]]:
-    """The override lists of a sweep, as ``-m`` runs them: ``a=1,2 b=x`` -> ``[a=1 b=x], [a=2
-    b=x]``; without a sweep, the overrides themselves."""
-    parsed = OverridesParser.create().parse_overrides(list(overrides))
-    return BasicSweeper.split_arguments(parsed, max_batch_size=None)[0]
+    """The override lists of a sweep, as ``-m`` runs them (Hydra's basic sweeper): ``a=1,2
+    b=x`` -> ``[a=1 b=x], [a=2 b=x]``; without a sweep, the overrides themselves. A key given
+    twice keeps its last value, in its first place.
+
+    Raises:
+        ValueError: an interval sweep (``interval(0,1)``), which ``-m`` cannot expand
+            either; list the values (``a=1,2,3``) or give a range (``range(1,4)``).
+    """
+    choices: dict[str, list[str]] = {}
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        key = override.get_key_element()
+        if not override.is_sweep_override():
+            choices[key] = [f"{key}={override.get_value_element_as_str()}"]
+        elif override.is_discrete_sweep():
+            choices[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
+        else:
+            raise ValueError(f"override {override.input_line!r}: an interval cannot be "
+                             "swept; list the values (a=1,2,3) or give a range(1,4)")
+    return [list(combination) for combination in itertools.product(*choices.values())]
 
 
 def _picks_method(overrides: Sequence[str]) -> bool:

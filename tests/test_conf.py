@@ -116,6 +116,10 @@ def test_sweeps_expand_as_multirun_does():
         ["method=advi", "method.grad_samples=10", "seed=1"],
     ]
     assert expand_sweeps([]) == [[]]
+    assert expand_sweeps(["seed=range(0,2)", "+extra=1"]) == [["seed=0", "+extra=1"],
+                                                              ["seed=1", "+extra=1"]]
+    with pytest.raises(ValueError, match=r"'budget_s=interval\(1,2\)': an interval cannot"):
+        expand_sweeps(["budget_s=interval(1,2)"])
 
 
 def test_the_workflow_plan_runs_each_experiments_methods_for_each_seed():
