@@ -17,9 +17,10 @@ import jax
 
 import advi
 
+from .checkpoint import record_checkpoint
 from .config import AdviConfig
 from .posterior import PosteriorMean
-from .scoring import LogLikelihood, RunningLogMeanExp, score_draws
+from .scoring import LogLikelihood, RunningLogMeanExp
 from .trace import TraceWriter
 
 logger = logging.getLogger(__name__)
@@ -60,24 +61,13 @@ def run_advi(
     def checkpoint(info: Any) -> bool:
         nonlocal over_budget
         over_budget = info.wall_s >= budget_s
-        scores = RunningLogMeanExp()
         draws = info.sample(jax.random.fold_in(eval_key, info.iteration), method.eval_draws)
-        score_draws(log_likelihood, draws, scores)
-        if posterior_mean is not None:
-            posterior_mean.reset()
-            posterior_mean.update(draws)
-            posterior_mean.write(iteration=info.iteration, phase="advi")
-        trace.append(
-            iteration=info.iteration,
-            wall_s=info.wall_s,
-            heldout_lpd=scores.lpd(),
-            num_draws=scores.num_draws,
-            elbo=info.elbo,
-        )
-        logger.info(
-            "advi iteration %d: elbo %s, heldout_lpd %.4f, %.2f s",
-            info.iteration, info.elbo, scores.lpd(), info.wall_s,
-        )
+        lpd = record_checkpoint(
+            draws, iteration=info.iteration, wall_s=info.wall_s, phase="advi",
+            scores=RunningLogMeanExp(), fresh=True, log_likelihood=log_likelihood,
+            trace=trace, posterior_mean=posterior_mean, columns={"elbo": info.elbo})
+        logger.info("advi iteration %d: elbo %s, heldout_lpd %.4f, %.2f s",
+                    info.iteration, info.elbo, lpd, info.wall_s)
         return over_budget or (stop is not None and stop() is not None)
 
     result = advi.fit(
