@@ -10,6 +10,7 @@ hook runs, so ``wall_s`` counts optimisation only.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -53,19 +54,23 @@ def run_advi(
             (:class:`runners.interrupt.StopRequest`).
 
     Returns:
-        The run's facts for ``info.json``: iterations, convergence, eta, compile seconds.
+        The run's facts for ``info.json``: iterations, convergence, eta, compile seconds,
+        seconds spent at checkpoints (drawing, scoring, writing: ``checkpoint_s``).
     """
     fit_key, eval_key = jax.random.split(rng_key)
     over_budget = False
+    checkpoint_s = 0.0
 
     def checkpoint(info: Any) -> bool:
-        nonlocal over_budget
+        nonlocal over_budget, checkpoint_s
         over_budget = info.wall_s >= budget_s
+        start = time.perf_counter()
         draws = info.sample(jax.random.fold_in(eval_key, info.iteration), method.eval_draws)
         lpd = record_checkpoint(
             draws, iteration=info.iteration, wall_s=info.wall_s, phase="advi",
             scores=RunningLogMeanExp(), fresh=True, log_likelihood=log_likelihood,
             trace=trace, posterior_mean=posterior_mean, columns={"elbo": info.elbo})
+        checkpoint_s += time.perf_counter() - start
         logger.info("advi iteration %d: elbo %s, heldout_lpd %.4f, %.2f s",
                     info.iteration, info.elbo, lpd, info.wall_s)
         return over_budget or (stop is not None and stop() is not None)
@@ -92,6 +97,7 @@ def run_advi(
         "iterations": int(result.num_iterations),
         "wall_s": float(result.wall_s),
         "compile_s": float(result.compile_s),
+        "checkpoint_s": checkpoint_s,
         "converged": bool(result.converged),
         "convergence_reason": str(result.convergence_reason),
         "stopped_by_budget": over_budget and not result.converged,

@@ -305,12 +305,13 @@ def run_mcmc(
 
     Returns:
         The run's facts for ``info.json``: iterations, divergences and acceptance rate after
-        warmup, final step size, compile seconds, why it stopped early (``stop_reason``).
+        warmup, final step size, compile seconds, seconds spent at checkpoints (scoring,
+        writing: ``checkpoint_s``), why it stopped early (``stop_reason``).
     """
     chain, constrain, setup = _start_chain(model, train, method, rng_key)
     posterior = RunningLogMeanExp()
     num_post = divergences = 0
-    accept_sum = steps_sum = 0.0
+    accept_sum = steps_sum = checkpoint_s = 0.0
     name = "nuts" if isinstance(method, NutsConfig) else "hmc"
     for phase, (zs, diverging, accept_prob, num_steps) in _chunks(chain, method, budget_s):
         sampling = phase == "sampling"
@@ -321,12 +322,14 @@ def run_mcmc(
             accept_sum += float(np.sum(accept_prob))
             steps_sum += float(np.sum(num_steps))
         step_size = float(chain.state.adapt_state.step_size)
+        start = time.perf_counter()
         lpd = record_checkpoint(
             constrain(zs), iteration=int(chain.state.i), wall_s=chain.clock.elapsed_s,
             phase=phase, scores=posterior if sampling else RunningLogMeanExp(), fresh=fresh,
             log_likelihood=log_likelihood, trace=trace, posterior_mean=posterior_mean,
             columns={"phase": phase, "accept_prob": float(np.mean(accept_prob)),
                      "divergences": divergences, "step_size": step_size})
+        checkpoint_s += time.perf_counter() - start
         logger.info("%s iteration %d/%d (%s): accept %.3f, step size %.3g, divergences %d, "
                     "heldout_lpd %.4f, %.2f s", name, int(chain.state.i),
                     method.num_warmup + method.num_samples, phase,
@@ -342,6 +345,7 @@ def run_mcmc(
         "num_samples_done": num_post,
         "wall_s": chain.clock.elapsed_s,
         **setup,
+        "checkpoint_s": checkpoint_s,
         "init": method.init,
         "stopped_by_budget": chain.stop_reason is not None,
         "stop_reason": chain.stop_reason,

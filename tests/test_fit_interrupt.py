@@ -4,6 +4,7 @@ name that says so; a fit whose workflow is killed stops too rather than running 
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -49,6 +50,8 @@ def interrupted(tmp_path_factory):
     first = fit(results)
     output = first.communicate(timeout=300)[0]
     assert first.returncode == 0, output[-3000:]
+    assert re.search(r"done: \d+ iterations; wall-clock [\d.]+ s = [\d.]+ s compiling \+ "
+                     r"[\d.]+ s inference \(the clock\) \+ [\d.]+ s scoring", output), output
     before = snapshot(folder)
     rerun = fit(results, *LONG)
     wait_for_checkpoint(folder, rerun)
@@ -62,7 +65,9 @@ def test_the_finished_run_is_intact_after_an_interrupted_rerun(interrupted):
     folder, before, returncode, output, _ = interrupted
     assert returncode == 130, output[-3000:]
     assert snapshot(folder) == before
-    assert json.loads(before["info.json"])["status"] == "finished"
+    info = json.loads(before["info.json"])
+    assert info["status"] == "finished" and info["checkpoint_s"] > 0
+    assert info["compile_s"] + info["wall_s"] + info["checkpoint_s"] < info["total_s"]
 
 
 def test_the_interrupted_rerun_stops_at_its_next_checkpoint_and_is_kept_as_partial(interrupted):

@@ -214,3 +214,10 @@ def test_a_stop_request_ends_the_run_at_that_checkpoint(tmp_path, runner, method
     facts, trace = _run(runner, method, tmp_path, stop=_stop_after(2))
     assert list(trace["iteration"]) == [every, 2 * every]
     assert facts["iterations"] == 2 * every and not facts["stopped_by_budget"]
+
+
+@pytest.mark.parametrize(("runner", "method"), [(run_advi, ADVI), (run_mcmc, NUTS)])
+def test_the_seconds_spent_at_checkpoints_are_counted_apart(tmp_path, runner, method):
+    facts, trace = _run(runner, method, tmp_path, scorer=_slow(0.1))
+    assert facts["checkpoint_s"] >= 0.1 * len(trace)  # each checkpoint slept 0.1 s
+    assert facts["wall_s"] < 0.1 * len(trace)
