@@ -99,7 +99,8 @@ def fetch(
     Raises:
         ValueError: unknown ``name``, a missing ``mirror_dir``, or a file whose sha256 is not
             the expected one (the message names the file, the expected and the actual hash).
-        OSError: no URL of an original could be downloaded.
+        OSError: no URL of an original could be downloaded (with a mirror, the message
+            first names the files the mirror lacks).
     """
     if name not in FILES:
         raise ValueError(f"unknown data set {name!r}; valid data sets: {', '.join(FILES)}")
@@ -125,7 +126,14 @@ def fetch(
 
     for file, urls in UPSTREAM[name].items():
         if not _is_checked(folder / file, checksums[file]):
-            _download(urls, folder / file, checksums[file])
+            try:
+                _download(urls, folder / file, checksums[file])
+            except OSError as error:
+                if mirror is None:
+                    raise
+                raise OSError(f"the mirror {mirror / name} lacks {', '.join(missing)}; "
+                              f"downloading the original {file} to make it failed too: "
+                              f"{error}") from error
     derived = DERIVE[name](folder)
     for file in missing:
         if file in derived:

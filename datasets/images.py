@@ -27,15 +27,26 @@ def rgb_histograms(image_dir: str | os.PathLike) -> np.ndarray:
 
     Returns:
         (N, 576) float32; row n is image n's R, G and B histograms, each summing to 1.
+
+    Raises:
+        FileNotFoundError: ``image_dir`` is not a folder (named).
+        ValueError: it holds no image, or an image cannot be read (named, with why).
     """
     folder = Path(image_dir)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"image folder {folder} does not exist or is not a folder: "
+                                f"give a folder of {'/'.join(IMAGE_SUFFIXES)} images")
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
         raise ValueError(f"no {'/'.join(IMAGE_SUFFIXES)} images in {folder}")
     features = np.empty((len(files), 3 * NUM_BINS), dtype=np.float32)
     for row, file in enumerate(files):
-        with Image.open(file) as image:
-            pixels = np.asarray(image.convert("RGB")).reshape(-1, 3)
+        try:
+            with Image.open(file) as image:
+                pixels = np.asarray(image.convert("RGB")).reshape(-1, 3)
+        except OSError as error:  # PIL's UnidentifiedImageError and truncated files too
+            raise ValueError(f"cannot read image {file}: {error}; remove it or replace it "
+                             "with a readable image") from error
         features[row] = channel_histograms(pixels)
     return features
 

@@ -74,8 +74,13 @@ def experiment_of(wildcards):
 
 
 def experiment_traces(wildcards):
-    """The traces of the experiment's planned runs."""
-    return [run.trace for run in experiment_of(wildcards).runs]
+    """The traces of the experiment's planned runs (of this configuration only)."""
+    return experiment_of(wildcards).traces
+
+
+def experiment_infos(wildcards):
+    """The info.json of the experiment's planned runs."""
+    return experiment_of(wildcards).infos
 
 
 def experiment_summary(wildcards):

@@ -1,17 +1,19 @@
 # Per experiment: a summary table (final accuracy, seconds to reach the reference method's
 # final accuracy) and the accuracy-against-time figure, whose report caption includes it;
 # for the factorisation models also the factors of one run as images (Figures 5c, 5d).
+# Scripts read their declared inputs only: the planned runs of this configuration, never
+# whatever else lies under results/runs/.
 
 
 rule summarise:
     input:
         traces=experiment_traces,
+        infos=experiment_infos,
     output:
         SUMMARY,
     log:
         f"{RESULTS}/logs/summarise/{{experiment}}.log",
     params:
-        runs_dir=lambda wildcards: experiment_of(wildcards).runs_dir,
         methods=lambda wildcards: experiment_of(wildcards).methods,
         reference=lambda wildcards: experiment_of(wildcards).reference_method,
         tolerance=TOLERANCE,
@@ -36,7 +38,6 @@ rule plot_accuracy:
     log:
         f"{RESULTS}/logs/plot_accuracy/{{figure}}.log",
     params:
-        runs_dir=lambda wildcards: experiment_of(wildcards).runs_dir,
         methods=lambda wildcards: experiment_of(wildcards).methods,
         title=lambda wildcards: experiment_of(wildcards).title,
         claim=lambda wildcards: experiment_of(wildcards).claim,

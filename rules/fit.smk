@@ -1,6 +1,8 @@
 # One job per run (experiment x method x seed). Each job takes all --cores, so that timed
 # runs never share the machine (on a cluster, set them with --set-threads fit=N). Progress
-# (iterations, ELBO or acceptance, seconds) goes to the job's log.
+# (iterations, ELBO or acceptance, seconds) goes to the job's log. `exec` makes fit.py the
+# child of Snakemake itself, so it gets SIGTERM when Snakemake dies (runners/interrupt.py)
+# and stops at its next checkpoint, keeping its run as seed<k>.partial.
 
 
 rule fit:
@@ -17,4 +19,4 @@ rule fit:
         overrides=fit_overrides,
     threads: workflow.resource_settings.cores or 1
     shell:
-        "python {params.script} {params.overrides} > {log} 2>&1"
+        "exec python {params.script} {params.overrides} > {log} 2>&1"

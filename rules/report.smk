@@ -4,12 +4,8 @@
 # it held here; criteria in runners/claims.py).
 import importlib.util
 import shutil
-from pathlib import Path
-
-from omegaconf import OmegaConf
 
 from models import MODEL_NAMES
-from runners.workflow import CONF_DIR
 
 FIG3 = f"{RESULTS}/figures/fig3_transformations"
 MODEL_PAGE = f"{RESULTS}/models/{{model}}.html"
@@ -26,14 +22,13 @@ PAPER_CODE = {
     "dirichlet_exponential_nmf": "Appendix I",
     "gmm": "Appendix J",
 }
-# Model -> the figures that use it: Figure 3's, then the planned experiments' (their
-# `model` and `figure` in conf/experiment/<name>.yaml).
+# Model -> the figures that use it: Figure 3's, then the planned experiments' (as composed
+# by Hydra, overrides included).
 MODEL_USES = {"poisson_exponential": ["fig3_transformations"]}
-for _name in config["experiments"]:
-    _experiment = OmegaConf.load(CONF_DIR / "experiment" / f"{_name}.yaml")
+for _experiment in PLAN.experiments:
     MODEL_USES.setdefault(_experiment.model, []).append(_experiment.figure)
 # The info.json of every planned run (beside its trace).
-RUN_INFOS = [str(Path(run.trace).with_name("info.json")) for run in PLAN.runs]
+RUN_INFOS = [run.info for run in PLAN.runs]
 # rule all: Figure 3, the pages of the models in use, and the reproduction table.
 REPORT_FILES = [f"{FIG3}.png", f"{FIG3}.pdf", CLAIMS, *expand(MODEL_PAGE, model=MODEL_USES)]
 

@@ -10,6 +10,7 @@ hook runs, so ``wall_s`` counts optimisation only.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -17,9 +18,10 @@ import jax
 
 import advi
 
+from .checkpoint import record_checkpoint
 from .config import AdviConfig
 from .posterior import PosteriorMean
-from .scoring import LogLikelihood, RunningLogMeanExp, score_draws
+from .scoring import LogLikelihood, RunningLogMeanExp
 from .trace import TraceWriter
 
 logger = logging.getLogger(__name__)
@@ -35,6 +37,7 @@ def run_advi(
     log_likelihood: LogLikelihood,
     trace: TraceWriter,
     posterior_mean: PosteriorMean | None = None,
+    stop: Callable[[], str | None] | None = None,
 ) -> dict[str, Any]:
     """Fits q by ADVI, writing one trace row per checkpoint.
 
@@ -47,35 +50,30 @@ def run_advi(
         trace: where checkpoint rows go (columns ``elbo`` besides the common ones).
         posterior_mean: if given, rewritten at every checkpoint with the mean of that
             checkpoint's S draws (E_q[theta], Monte Carlo).
+        stop: asked after every checkpoint; a reason (not None) stops the fit there
+            (:class:`runners.interrupt.StopRequest`).
 
     Returns:
-        The run's facts for ``info.json``: iterations, convergence, eta, compile seconds.
+        The run's facts for ``info.json``: iterations, convergence, eta, compile seconds,
+        seconds spent at checkpoints (drawing, scoring, writing: ``checkpoint_s``).
     """
     fit_key, eval_key = jax.random.split(rng_key)
     over_budget = False
+    checkpoint_s = 0.0
 
     def checkpoint(info: Any) -> bool:
-        nonlocal over_budget
+        nonlocal over_budget, checkpoint_s
         over_budget = info.wall_s >= budget_s
-        scores = RunningLogMeanExp()
+        start = time.perf_counter()
         draws = info.sample(jax.random.fold_in(eval_key, info.iteration), method.eval_draws)
-        score_draws(log_likelihood, draws, scores)
-        if posterior_mean is not None:
-            posterior_mean.reset()
-            posterior_mean.update(draws)
-            posterior_mean.write(iteration=info.iteration, phase="advi")
-        trace.append(
-            iteration=info.iteration,
-            wall_s=info.wall_s,
-            heldout_lpd=scores.lpd(),
-            num_draws=scores.num_draws,
-            elbo=info.elbo,
-        )
-        logger.info(
-            "advi iteration %d: elbo %s, heldout_lpd %.4f, %.2f s",
-            info.iteration, info.elbo, scores.lpd(), info.wall_s,
-        )
-        return over_budget
+        lpd = record_checkpoint(
+            draws, iteration=info.iteration, wall_s=info.wall_s, phase="advi",
+            scores=RunningLogMeanExp(), fresh=True, log_likelihood=log_likelihood,
+            trace=trace, posterior_mean=posterior_mean, columns={"elbo": info.elbo})
+        checkpoint_s += time.perf_counter() - start
+        logger.info("advi iteration %d: elbo %s, heldout_lpd %.4f, %.2f s",
+                    info.iteration, info.elbo, lpd, info.wall_s)
+        return over_budget or (stop is not None and stop() is not None)
 
     result = advi.fit(
         model,
@@ -89,6 +87,7 @@ def run_advi(
         "iterations": int(result.num_iterations),
         "wall_s": float(result.wall_s),
         "compile_s": float(result.compile_s),
+        "checkpoint_s": checkpoint_s,
         "converged": bool(result.converged),
         "convergence_reason": str(result.convergence_reason),
         "stopped_by_budget": over_budget and not result.converged,

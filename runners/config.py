@@ -446,12 +446,26 @@ def to_run(cfg: DictConfig) -> Config:
     """Resolves and checks a composed config, returning the typed :class:`Config`.
 
     Raises:
-        ValueError: a value out of range, naming the field and the value.
+        ValueError: a value out of range, naming the field and the value; a minibatch
+            larger than the training rows the experiment's sizes give.
         KeyError: the experiment has no settings for the chosen scale.
     """
     run = OmegaConf.to_object(cfg)
     assert isinstance(run, Config), type(run)
     if not isinstance(run.method, MethodConfig):
         raise TypeError(f"method must extend a method schema, got {type(run.method).__name__}")
-    run.experiment_scale()
+    _check_minibatch(run)
     return run
+
+
+def _check_minibatch(run: Config) -> None:
+    """B <= N, before any data is made or loaded, where the sizes name N (``load.n_train``,
+    else ``simulate.num_train``); other data sets are checked by ``advi.fit``."""
+    batch = getattr(run.method, "minibatch_size", None)
+    sizes = run.experiment_scale()
+    rows = sizes.load.get("n_train", sizes.simulate.get("num_train"))
+    if batch is not None and rows is not None and batch > rows:
+        raise ValueError(
+            f"method.minibatch_size = {batch} exceeds the {rows} training rows of experiment "
+            f"{run.experiment.name!r} at scale {run.scale.name!r}: choose at most {rows}, "
+            "or null for every row")

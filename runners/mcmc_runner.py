@@ -34,6 +34,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -45,9 +46,10 @@ from numpyro.infer.util import initialize_model
 
 import advi
 
+from .checkpoint import record_checkpoint
 from .config import McmcConfig, NutsConfig
 from .posterior import PosteriorMean
-from .scoring import LogLikelihood, RunningLogMeanExp, score_draws
+from .scoring import LogLikelihood, RunningLogMeanExp
 from .stopwatch import Stopwatch
 from .trace import TraceWriter
 
@@ -154,36 +156,26 @@ def _starting_point(model: Callable[..., None], train: dict[str, Any], init: str
     return init_to_value(values=values), float(fit.wall_s), float(fit.compile_s)
 
 
-def run_mcmc(
-    model: Callable[..., None],
-    train: dict[str, Any],
-    method: McmcConfig,
-    *,
-    rng_key: jax.Array,
-    budget_s: float,
-    log_likelihood: LogLikelihood,
-    trace: TraceWriter,
-    posterior_mean: PosteriorMean | None = None,
-) -> dict[str, Any]:
-    """Runs one chain of NUTS (``NutsConfig``) or static HMC (``HmcConfig``) in chunks.
+@dataclass
+class _Chain:
+    """A chain being run: its state, its compiled chunk, its clock (``init_s`` of it spent
+    finding the starting point), HMC's seconds per leapfrog step (None for NUTS) and total
+    steps so far, and why it stopped early (None: it did not)."""
 
-    Args:
-        model: the NumPyro model; ``train`` its keyword data.
-        method: the sampler's settings.
-        rng_key: split into the initialisation key and the chain's key.
-        budget_s: stop at the first checkpoint at or past this many sampling seconds (HMC:
-            also before a transition that would run past it, see the module's docstring).
-        log_likelihood: draws -> held-out log-likelihoods (S, N).
-        trace: where checkpoint rows go (``phase, accept_prob, divergences, step_size``).
-            If HMC cannot make a single transition within the budget, the only row is
-            iteration 0, the initial point scored as one draw.
-        posterior_mean: if given, rewritten at every checkpoint with the mean of the draws
-            that the checkpoint scored (all post-warmup draws so far, or the warmup chunk's).
+    state: Any
+    chunk: Callable[..., Any]
+    clock: Stopwatch
+    init_s: float
+    step_s: float | None
+    first_i: int
+    steps: float = 0.0
+    stop_reason: str | None = None
 
-    Returns:
-        The run's facts for ``info.json``: iterations, divergences and acceptance rate after
-        warmup, final step size, compile seconds, why it stopped early (``stop_reason``).
-    """
+
+def _start_chain(model: Callable[..., None], train: dict[str, Any], method: McmcConfig,
+                 rng_key: jax.Array) -> tuple[_Chain, Callable[[Any], Any], dict[str, float]]:
+    """The chain at its starting point with its chunk compiled; the function from its draws
+    (S, unconstrained) to constrained draws; and ``compile_s, init_s, init_compile_s``."""
     setup_start = time.perf_counter()
     init_key, chain_key = jax.random.split(rng_key)
     clock = Stopwatch()
@@ -213,98 +205,152 @@ def run_mcmc(
     step_s = None if is_nuts else seconds_per_gradient(model_info.potential_fn, state.z)
     chunk = run_chunk.lower(state, np.int32(0), np.float32(0)).compile()
     jax.block_until_ready(state)
-    compile_s = time.perf_counter() - setup_start - init_s
-    constrain = jax.jit(jax.vmap(model_info.postprocess_fn))
-    posterior = RunningLogMeanExp()
-    num_post = divergences = 0
-    accept_sum = steps_sum = all_steps = 0.0
-    stop_reason = None
+    setup = {"compile_s": time.perf_counter() - setup_start - init_s, "init_s": init_s,
+             "init_compile_s": init_compile_s}
+    chain = _Chain(state=state, chunk=chunk, clock=clock, init_s=init_s, step_s=step_s,
+                   first_i=int(state.i))
+    return chain, jax.jit(jax.vmap(model_info.postprocess_fn)), setup
+
+
+def _run_piece(chain: _Chain, wanted: int, budget_s: float) -> tuple[Any, int]:
+    """One compiled call of up to ``wanted`` transitions, clock on, cut to what the budget
+    affords (:func:`_affordable`; HMC: also its step limit, whose stop it records in
+    ``chain.stop_reason``). Returns the records of the transitions made and their count."""
+    clock = chain.clock
+    remaining_s = max(budget_s - clock.elapsed_s, 0.0)
+    step_limit = np.inf if chain.step_s is None else remaining_s / chain.step_s
+    todo = _affordable(wanted, remaining_s, clock.elapsed_s - chain.init_s,
+                       int(chain.state.i) - chain.first_i)
+    with clock.running():
+        chain.state, count, records = chain.chunk(chain.state, np.int32(todo),
+                                                  np.float32(step_limit))
+        jax.block_until_ready(chain.state)
+    count = int(count)
+    records = jax.tree.map(lambda r: np.asarray(r)[:count], records)
+    if chain.step_s is None:
+        return records, count
+    chain.steps += float(np.sum(records[3]))
+    chain.step_s = clock.elapsed_s / chain.steps if chain.steps else chain.step_s
+    if count < wanted and clock.elapsed_s < budget_s:
+        needed = float(_next_num_steps(chain.state))
+        remaining_s = max(budget_s - clock.elapsed_s, 0.0)
+        if count == 0 or needed * chain.step_s > remaining_s:
+            chain.stop_reason = (
+                f"the next HMC transition needed {needed:.3g} leapfrog steps (step size "
+                f"{float(chain.state.adapt_state.step_size):.3g}), about "
+                f"{needed * chain.step_s:.3g} s, past the budget of {budget_s:g} s")
+    return records, count
+
+
+def _chunks(chain: _Chain, method: McmcConfig, budget_s: float
+            ) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """Runs the chain chunk by chunk (:func:`chunk_plan`), yielding ``(phase, (zs,
+    diverging, accept_prob, num_steps))`` per checkpoint: the chunk's transitions, or the
+    initial point as one draw (accept_prob 0) when the first chunk made none. Ends after
+    the chunk that set ``chain.stop_reason`` (budget, HMC's step limit)."""
     total = method.num_warmup + method.num_samples
-    first_i = int(state.i)
-    name = "nuts" if is_nuts else "hmc"
+    yielded = False
     for phase, length in chunk_plan(method.num_warmup, method.num_samples,
                                     method.checkpoint_every):
         pieces, done = [], 0
-        # One call per chunk, unless the budget cuts it short (see _affordable) or HMC's
-        # step limit stops it before a transition.
-        while (done < length and stop_reason is None
-               and not (done and clock.elapsed_s >= budget_s)):
-            remaining_s = max(budget_s - clock.elapsed_s, 0.0)
-            step_limit = np.inf if step_s is None else remaining_s / step_s
-            todo = _affordable(length - done, remaining_s, clock.elapsed_s - init_s,
-                               int(state.i) - first_i)
-            with clock.running():
-                state, count, records = chunk(state, np.int32(todo), np.float32(step_limit))
-                jax.block_until_ready(state)
-            count = int(count)
-            pieces.append(jax.tree.map(lambda r, n=count: np.asarray(r)[:n], records))
+        while (done < length and chain.stop_reason is None
+               and not (done and chain.clock.elapsed_s >= budget_s)):
+            records, count = _run_piece(chain, length - done, budget_s)
+            pieces.append(records)
             done += count
-            if step_s is not None:
-                all_steps += float(np.sum(pieces[-1][3]))
-                step_s = clock.elapsed_s / all_steps if all_steps else step_s
-            if done < length and step_s is not None and clock.elapsed_s < budget_s:
-                needed = float(_next_num_steps(state))
-                remaining_s = max(budget_s - clock.elapsed_s, 0.0)
-                if count == 0 or needed * step_s > remaining_s:
-                    stop_reason = (
-                        f"the next HMC transition needed {needed:.3g} leapfrog steps (step "
-                        f"size {float(state.adapt_state.step_size):.3g}), about "
-                        f"{needed * step_s:.3g} s, past the budget of {budget_s:g} s")
         zs, diverging, accept_prob, num_steps = jax.tree.map(
             lambda *parts: np.concatenate(parts), *pieces)
         if done == 0:
-            if trace.rows:
-                break
-            zs = jax.tree.map(lambda x: np.asarray(x)[None], state.z)  # the initial point
+            if yielded:
+                return
+            zs = jax.tree.map(lambda x: np.asarray(x)[None], chain.state.z)
             accept_prob = np.zeros(1)
-        scores = posterior if phase == "sampling" else RunningLogMeanExp()
-        draws = constrain(zs)
-        score_draws(log_likelihood, draws, scores)
-        if posterior_mean is not None:
-            if phase == "warmup" or num_post == 0:
-                posterior_mean.reset()
-            posterior_mean.update(draws)
-            posterior_mean.write(iteration=int(state.i), phase=phase)
-        if phase == "sampling":
-            num_post += done
+        if (chain.stop_reason is None and chain.clock.elapsed_s >= budget_s
+                and int(chain.state.i) < total):
+            chain.stop_reason = f"the budget of {budget_s:g} s was reached"
+        yield phase, (zs, diverging, accept_prob, num_steps)
+        yielded = True
+        if chain.stop_reason is not None:
+            return
+
+
+def run_mcmc(
+    model: Callable[..., None],
+    train: dict[str, Any],
+    method: McmcConfig,
+    *,
+    rng_key: jax.Array,
+    budget_s: float,
+    log_likelihood: LogLikelihood,
+    trace: TraceWriter,
+    posterior_mean: PosteriorMean | None = None,
+    stop: Callable[[], str | None] | None = None,
+) -> dict[str, Any]:
+    """Runs one chain of NUTS (``NutsConfig``) or static HMC (``HmcConfig``) in chunks.
+
+    Args:
+        model: the NumPyro model; ``train`` its keyword data.
+        method: the sampler's settings.
+        rng_key: split into the initialisation key and the chain's key.
+        budget_s: stop at the first checkpoint at or past this many sampling seconds (HMC:
+            also before a transition that would run past it, see the module's docstring).
+        log_likelihood: draws -> held-out log-likelihoods (S, N).
+        trace: where checkpoint rows go (``phase, accept_prob, divergences, step_size``).
+            If HMC cannot make a single transition within the budget, the only row is
+            iteration 0, the initial point scored as one draw.
+        posterior_mean: if given, rewritten at every checkpoint with the mean of the draws
+            that the checkpoint scored (all post-warmup draws so far, or the warmup chunk's).
+        stop: asked after every checkpoint; a reason (not None) stops the chain there
+            (:class:`runners.interrupt.StopRequest`).
+
+    Returns:
+        The run's facts for ``info.json``: iterations, divergences and acceptance rate after
+        warmup, final step size, compile seconds, seconds spent at checkpoints (scoring,
+        writing: ``checkpoint_s``), why it stopped early (``stop_reason``).
+    """
+    chain, constrain, setup = _start_chain(model, train, method, rng_key)
+    posterior = RunningLogMeanExp()
+    num_post = divergences = 0
+    accept_sum = steps_sum = checkpoint_s = 0.0
+    name = "nuts" if isinstance(method, NutsConfig) else "hmc"
+    for phase, (zs, diverging, accept_prob, num_steps) in _chunks(chain, method, budget_s):
+        sampling = phase == "sampling"
+        fresh = not sampling or num_post == 0
+        if sampling:
+            num_post += len(diverging)
             divergences += int(np.sum(diverging))
             accept_sum += float(np.sum(accept_prob))
             steps_sum += float(np.sum(num_steps))
-        step_size = float(state.adapt_state.step_size)
-        trace.append(
-            iteration=int(state.i),
-            wall_s=clock.elapsed_s,
-            heldout_lpd=scores.lpd(),
-            num_draws=scores.num_draws,
-            phase=phase,
-            accept_prob=float(np.mean(accept_prob)),
-            divergences=divergences,
-            step_size=step_size,
-        )
-        logger.info(
-            "%s iteration %d/%d (%s): accept %.3f, step size %.3g, divergences %d, "
-            "heldout_lpd %.4f, %.2f s",
-            name, int(state.i), total, phase, float(np.mean(accept_prob)), step_size,
-            divergences, scores.lpd(), clock.elapsed_s,
-        )
-        if stop_reason is None and clock.elapsed_s >= budget_s and int(state.i) < total:
-            stop_reason = f"the budget of {budget_s:g} s was reached"
-        if stop_reason is not None:
-            logger.info("%s: stopping after %d iterations (%s)", name, int(state.i), stop_reason)
+        step_size = float(chain.state.adapt_state.step_size)
+        start = time.perf_counter()
+        lpd = record_checkpoint(
+            constrain(zs), iteration=int(chain.state.i), wall_s=chain.clock.elapsed_s,
+            phase=phase, scores=posterior if sampling else RunningLogMeanExp(), fresh=fresh,
+            log_likelihood=log_likelihood, trace=trace, posterior_mean=posterior_mean,
+            columns={"phase": phase, "accept_prob": float(np.mean(accept_prob)),
+                     "divergences": divergences, "step_size": step_size})
+        checkpoint_s += time.perf_counter() - start
+        logger.info("%s iteration %d/%d (%s): accept %.3f, step size %.3g, divergences %d, "
+                    "heldout_lpd %.4f, %.2f s", name, int(chain.state.i),
+                    method.num_warmup + method.num_samples, phase,
+                    float(np.mean(accept_prob)), step_size, divergences, lpd,
+                    chain.clock.elapsed_s)
+        why = chain.stop_reason or (stop() if stop is not None else None)
+        if why is not None:
+            logger.info("%s: stopping after %d iterations (%s)", name, int(chain.state.i), why)
             break
     return {
-        "iterations": int(state.i),
-        "num_warmup_done": min(int(state.i), method.num_warmup),
+        "iterations": int(chain.state.i),
+        "num_warmup_done": min(int(chain.state.i), method.num_warmup),
         "num_samples_done": num_post,
-        "wall_s": clock.elapsed_s,
-        "compile_s": compile_s,
+        "wall_s": chain.clock.elapsed_s,
+        **setup,
+        "checkpoint_s": checkpoint_s,
         "init": method.init,
-        "init_s": init_s,
-        "init_compile_s": init_compile_s,
-        "stopped_by_budget": stop_reason is not None,
-        "stop_reason": stop_reason,
+        "stopped_by_budget": chain.stop_reason is not None,
+        "stop_reason": chain.stop_reason,
         "divergences": divergences,
         "accept_rate": accept_sum / num_post if num_post else None,
         "mean_num_steps": steps_sum / num_post if num_post else None,
-        "step_size": float(state.adapt_state.step_size),
+        "step_size": float(chain.state.adapt_state.step_size),
     }

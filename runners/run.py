@@ -15,7 +15,8 @@ import models
 from .advi_runner import run_advi
 from .config import AdviConfig, Config
 from .data import load_problem, prepare_data
-from .files import write_json
+from .files import partial_path, staged_dir, write_json
+from .interrupt import Interrupted, StopRequest, stop_on_signals
 from .mcmc_runner import run_mcmc
 from .paths import run_dir
 from .posterior import PosteriorMean
@@ -26,9 +27,34 @@ from .trace import TraceWriter
 logger = logging.getLogger(__name__)
 
 
+def _fit(run: Config, problem: models.Problem, work: Path, trace: TraceWriter,
+         stop: StopRequest) -> dict[str, Any]:
+    """Runs the method's runner on ``problem``, writing the trace and the posterior mean
+    into the folder ``work``, until it ends or ``stop`` asks; returns the runner's facts."""
+    module = models.get(run.experiment.model)
+    runner = run_advi if isinstance(run.method, AdviConfig) else run_mcmc
+    return runner(
+        functools.partial(module.model, **run.experiment.model_args),
+        problem.train,
+        run.method,
+        rng_key=jax.random.PRNGKey(run.seed),
+        budget_s=run.budget_s,
+        log_likelihood=make_log_likelihood(module, problem.heldout),
+        trace=trace,
+        posterior_mean=PosteriorMean(work / "posterior_mean.npz"),
+        stop=stop,
+    )
+
+
 def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
     """Runs ``run`` and writes its trace.csv and posterior_mean.npz (per checkpoint, see
     :mod:`runners.posterior`) and info.json (at the end).
+
+    The run writes into a fresh folder that replaces the run's folder only when it
+    finishes (:func:`runners.files.staged_dir`); a run that stops early leaves the old
+    folder as it was and its own files in ``seed<k>.partial``, with an ``info.json`` whose
+    ``status`` says why. SIGINT or SIGTERM stops the run at its next checkpoint
+    (:mod:`runners.interrupt`).
 
     Args:
         run: the checked config (:func:`runners.config.to_run`).
@@ -36,6 +62,9 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
 
     Returns:
         The run's output folder.
+
+    Raises:
+        Interrupted: a signal stopped the run (its ``exit_code``: 128 + the signal).
     """
     start = time.perf_counter()
     method_name = run.method.run_name()
@@ -43,42 +72,42 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
     logger.info("%s / %s / seed %d -> %s", run.experiment.name, method_name, run.seed, out)
     path = prepare_data(run)
     problem = load_problem(run, path)
-    module = models.get(run.experiment.model)
-    trace = TraceWriter(
-        out / "trace.csv",
-        identity={"experiment": run.experiment.name, "method": method_name,
-                  "label": run.method.label(), "seed": run.seed},
-    )
-    runner = run_advi if isinstance(run.method, AdviConfig) else run_mcmc
-    model = functools.partial(module.model, **run.experiment.model_args)
-    facts = runner(
-        model,
-        problem.train,
-        run.method,
-        rng_key=jax.random.PRNGKey(run.seed),
-        budget_s=run.budget_s,
-        log_likelihood=make_log_likelihood(module, problem.heldout),
-        trace=trace,
-        posterior_mean=PosteriorMean(out / "posterior_mean.npz"),
-    )
-    final = trace.last or {}
-    info = {
-        "experiment": run.experiment.name,
-        "method": method_name,
-        "label": run.method.label(),
-        "seed": run.seed,
-        "scale": run.scale.name,
-        "budget_s": run.budget_s,
-        **facts,
-        "final_heldout_lpd": final.get("heldout_lpd"),
-        "checkpoints": len(trace.rows),
-        "total_s": time.perf_counter() - start,
-        "model_args": dict(run.experiment.model_args),
-        "data": {"path": str(path), "image_dir": run.data.image_dir, **problem.meta},
-        "config": resolved_config,
-        "environment": environment(),
-    }
-    write_json(out / "info.json", info)
-    logger.info("done: %d iterations, %.2f s on the clock, %.2f s compiling, %.2f s in all",
-                facts["iterations"], facts["wall_s"], facts["compile_s"], info["total_s"])
+    identity = {"experiment": run.experiment.name, "method": method_name,
+                "label": run.method.label(), "seed": run.seed}
+    info = {**identity, "scale": run.scale.name, "budget_s": run.budget_s}
+    about = {"model_args": dict(run.experiment.model_args),
+             "data": {"path": str(path), "image_dir": run.data.image_dir, **problem.meta},
+             "config": resolved_config, "environment": environment()}
+    with stop_on_signals() as stop, staged_dir(out) as work:
+        trace = TraceWriter(work / "trace.csv", identity=identity)
+        try:
+            facts = _fit(run, problem, work, trace, stop)
+        except BaseException as error:
+            info.update(status=f"stopped early: {type(error).__name__} {error}".strip())
+            write_json(work / "info.json", {**info, "checkpoints": len(trace.rows),
+                                            "total_s": time.perf_counter() - start, **about})
+            raise
+        info.update(status=stop() or "finished", **facts,
+                    final_heldout_lpd=(trace.last or {}).get("heldout_lpd"),
+                    checkpoints=len(trace.rows), total_s=time.perf_counter() - start, **about)
+        write_json(work / "info.json", info)
+        if stop.signum is not None:
+            raise Interrupted(stop.signum, (
+                f"{stop()}: stopped at iteration {facts['iterations']} after "
+                f"{len(trace.rows)} checkpoints; kept in {partial_path(out)} ({out} was not "
+                f"written); rerun to redo it"))
+    logger.info("done: %d iterations; %s", facts["iterations"], wall_clock_split(info))
     return out
+
+
+def wall_clock_split(info: dict[str, Any]) -> str:
+    """How a run's wall-clock seconds divided, from its ``info.json`` facts (``total_s``,
+    ``compile_s``, ``wall_s``: the clock, ``checkpoint_s``), e.g. ``wall-clock 236.1 s =
+    19.0 s compiling + 15.0 s inference (the clock) + 200.2 s scoring and writing
+    checkpoints + 1.9 s loading data and the rest``."""
+    parts = {"compiling": info["compile_s"], "inference (the clock)": info["wall_s"],
+             "scoring and writing checkpoints": info["checkpoint_s"]}
+    rest = info["total_s"] - sum(parts.values())
+    return (f"wall-clock {info['total_s']:.1f} s = "
+            + " + ".join(f"{seconds:.1f} s {what}" for what, seconds in parts.items())
+            + f" + {rest:.1f} s loading data and the rest")

@@ -1,7 +1,8 @@
 """Tables from traces, for the figures and the report: mean curves and a per-method summary.
 
-Everything here reads ``trace.csv`` files (columns of :mod:`runners.trace`), and
-``info.json`` for how each run ended.
+Everything here reads the ``trace.csv`` files it is given (columns of :mod:`runners.trace`),
+and their runs' ``info.json`` for how each run ended: never a folder's whole contents, so a
+table shows exactly the runs a rule declares.
 """
 
 from __future__ import annotations
@@ -15,15 +16,15 @@ import numpy as np
 import pandas as pd
 
 
-def read_traces(runs_dir: str | os.PathLike) -> pd.DataFrame:
-    """Every trace under ``runs_dir`` (``<method>/seed<k>/trace.csv``), stacked.
+def read_traces(paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
+    """The given ``trace.csv`` files (those a rule declares), stacked.
 
     Raises:
-        FileNotFoundError: there is none.
+        ValueError: ``paths`` is empty.
+        FileNotFoundError: one of them does not exist (named).
     """
-    paths = sorted(Path(runs_dir).glob("*/seed*/trace.csv"))
     if not paths:
-        raise FileNotFoundError(f"no traces under {runs_dir}")
+        raise ValueError("no traces given: read_traces needs at least one trace.csv")
     return pd.concat([pd.read_csv(path) for path in paths], ignore_index=True)
 
 
@@ -42,14 +43,17 @@ def run_ending(info: Mapping) -> str:
     return f"all {its} transitions"
 
 
-def read_endings(runs_dir: str | os.PathLike) -> pd.DataFrame:
-    """``method, seed, ended`` (:func:`run_ending`) for every ``<method>/seed<k>/info.json``
-    under ``runs_dir``; empty when there is none."""
+def read_endings(infos: Sequence[str | os.PathLike]) -> pd.DataFrame:
+    """``method, seed, ended`` (:func:`run_ending`) of each given ``info.json`` (its own
+    ``method`` and ``seed``); empty for no files.
+
+    Raises:
+        FileNotFoundError: one of them does not exist (named).
+    """
     rows = []
-    for path in sorted(Path(runs_dir).glob("*/seed*/info.json")):
-        info = json.loads(path.read_text())
-        rows.append({"method": path.parent.parent.name,
-                     "seed": int(path.parent.name.removeprefix("seed")),
+    for path in infos:
+        info = json.loads(Path(path).read_text())
+        rows.append({"method": info["method"], "seed": int(info["seed"]),
                      "ended": run_ending(info)})
     return pd.DataFrame(rows, columns=["method", "seed", "ended"])
 

@@ -13,17 +13,17 @@ before any job runs.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from hydra import compose, initialize_config_dir
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from .config import AdviConfig, Config, register, to_run
 from .data import data_path, describe_data, heldout_rows
-from .paths import REPO_ROOT, experiment_runs_dir, run_dir
+from .paths import REPO_ROOT, run_dir
 
 CONF_DIR = REPO_ROOT / "conf"
 
@@ -53,6 +53,16 @@ class RunJob(NamedTuple):
     data: str
     trace: str
 
+    @property
+    def info(self) -> str:
+        """The run's ``info.json``, beside its trace."""
+        return str(Path(self.trace).with_name("info.json"))
+
+    @property
+    def posterior_mean(self) -> str:
+        """The run's ``posterior_mean.npz``, beside its trace."""
+        return str(Path(self.trace).with_name("posterior_mean.npz"))
+
 
 class FactorsPlan(NamedTuple):
     """A figure of fitted factors (:class:`runners.config.FactorsConfig`) and the run it
@@ -79,11 +89,11 @@ class ExperimentPlan(NamedTuple):
     """
 
     name: str
+    model: str
     figure: str
     title: str
     claim: str
     reference_method: str | None
-    runs_dir: str
     runs: tuple[RunJob, ...]
     data_description: str = ""
     checkpoints: str = ""
@@ -93,6 +103,17 @@ class ExperimentPlan(NamedTuple):
     def methods(self) -> list[str]:
         """The method names of the runs, in the order the experiment lists them."""
         return list(dict.fromkeys(run.method for run in self.runs))
+
+    @property
+    def traces(self) -> list[str]:
+        """The ``trace.csv`` of each planned run: what the experiment's tables and figure
+        read, and nothing else under its runs folder."""
+        return [run.trace for run in self.runs]
+
+    @property
+    def infos(self) -> list[str]:
+        """The ``info.json`` of each planned run."""
+        return [run.info for run in self.runs]
 
 
 class Plan(NamedTuple):
@@ -108,10 +129,25 @@ class Plan(NamedTuple):
 
 
 def expand_sweeps(overrides: Sequence[str]) -> list[list[str]]:
-    """The override lists of a sweep, as ``-m`` runs them: ``a=1,2 b=x`` -> ``[a=1 b=x], [a=2
-    b=x]``; without a sweep, the overrides themselves."""
-    parsed = OverridesParser.create().parse_overrides(list(overrides))
-    return BasicSweeper.split_arguments(parsed, max_batch_size=None)[0]
+    """The override lists of a sweep, as ``-m`` runs them (Hydra's basic sweeper): ``a=1,2
+    b=x`` -> ``[a=1 b=x], [a=2 b=x]``; without a sweep, the overrides themselves. A key given
+    twice keeps its last value, in its first place.
+
+    Raises:
+        ValueError: an interval sweep (``interval(0,1)``), which ``-m`` cannot expand
+            either; list the values (``a=1,2,3``) or give a range (``range(1,4)``).
+    """
+    choices: dict[str, list[str]] = {}
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        key = override.get_key_element()
+        if not override.is_sweep_override():
+            choices[key] = [f"{key}={override.get_value_element_as_str()}"]
+        elif override.is_discrete_sweep():
+            choices[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
+        else:
+            raise ValueError(f"override {override.input_line!r}: an interval cannot be "
+                             "swept; list the values (a=1,2,3) or give a range(1,4)")
+    return [list(combination) for combination in itertools.product(*choices.values())]
 
 
 def _picks_method(overrides: Sequence[str]) -> bool:
@@ -162,7 +198,7 @@ def _factors_plan(first: Config, runs: dict[str, RunJob], labels: dict[str, str]
         figure=factors.figure, title=factors.title, claim=factors.claim,
         method=factors.method, label=labels[factors.method], seed=run.seed, site=factors.site,
         image_shape=(int(rows), int(columns)),
-        posterior_mean=str(Path(run.trace).with_name("posterior_mean.npz")),
+        posterior_mean=run.posterior_mean,
     )
 
 
@@ -209,11 +245,11 @@ def _experiment_plan(
         raise ValueError(f"experiment {experiment} has no runs")
     plan = ExperimentPlan(
         name=first.experiment.name,
+        model=first.experiment.model,
         figure=first.experiment.figure,
         title=first.experiment.title,
         claim=first.experiment.claim,
         reference_method=first.experiment.reference_method,
-        runs_dir=str(experiment_runs_dir(first.results_dir, first.experiment.name)),
         runs=tuple(runs.values()),
         data_description=describe_data(first),
         checkpoints="; ".join(f"{', '.join(methods)}: {setting}"

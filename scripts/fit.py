@@ -5,14 +5,25 @@
 
 Writes ``<results_dir>/runs/<experiment>/<method>/seed<k>/{trace.csv,info.json}``;
 the options are in ``conf/`` and ``runners/config.py``.
+
+Ctrl-C (SIGINT) or SIGTERM stops the run at its next checkpoint, keeps it as
+``seed<k>.partial`` and exits with 130 or 143; a second Ctrl-C stops at once. The run gets
+SIGTERM when its parent process dies (the workflow, killed), so it never runs on alone.
+An error (a value out of range, a missing file) prints one line, ``error: <type>:
+<message>``, and exits with 1; ``HYDRA_FULL_ERROR=1`` gives the traceback instead.
 """
 
 from __future__ import annotations
+
+import logging
+import os
+import sys
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from runners.config import register, to_run
+from runners.interrupt import Interrupted, die_with_parent
 from runners.run import execute
 
 register()
@@ -21,8 +32,19 @@ register()
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     """config -> data -> model -> runner -> files."""
-    execute(to_run(cfg), OmegaConf.to_container(cfg, resolve=True))
+    try:
+        execute(to_run(cfg), OmegaConf.to_container(cfg, resolve=True))
+    except Interrupted as stopped:
+        logging.getLogger("fit").warning("%s", stopped)
+        sys.exit(stopped.exit_code)
+    except Exception as error:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        print(f"error: {type(error).__name__}: {error} (HYDRA_FULL_ERROR=1 shows where)",
+              file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
+    die_with_parent()
     main()

@@ -1,11 +1,12 @@
 """Snakemake script: held-out accuracy against seconds, one line per method (Figures 1a,
 1b, 4a, 4b, 5a, 5b).
 
-Reads every trace present under the experiment's runs folder; each method's line is the
-mean over seeds at each checkpoint, with the range over seeds shaded when there are
-several. Axes as the paper: seconds on a log scale, average log predictive on y. A method
-with no checkpoint after 0 s (an HMC run that could not make one transition within its
-budget) appears in the legend only; a curve of one or two checkpoints gets markers.
+Reads exactly the traces the rule declares (``snakemake.input.traces``: the experiment's
+planned runs); each method's line is the mean over seeds at each checkpoint, with the
+range over seeds shaded when there are several. Axes as the paper: seconds on a log scale,
+average log predictive on y. A method with no checkpoint after 0 s (an HMC run that could
+not make one transition within its budget) appears in the legend only; a curve of one or
+two checkpoints gets markers. The log names each run plotted and its final value.
 """
 
 import logging
@@ -61,8 +62,12 @@ def plot(traces: pd.DataFrame, *, title: str, methods: list[str]) -> plt.Figure:
 
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
-params = snakemake.params  # noqa: F821
-figure = plot(read_traces(params.runs_dir), title=params.title, methods=params.methods)
+params, inputs = snakemake.params, snakemake.input  # noqa: F821
+traces = read_traces(inputs.traces)
+for (method, seed), rows in traces.groupby(["method", "seed"]):
+    logging.info("plotted %s seed %d: %d checkpoints, final heldout_lpd %.6g", method, seed,
+                 len(rows), rows.sort_values("iteration")["heldout_lpd"].iloc[-1])
+figure = plot(traces, title=params.title, methods=params.methods)
 for path in snakemake.output:  # noqa: F821
     with atomic_open(path, "wb") as f:
         figure.savefig(f, format=path.rsplit(".", 1)[1], dpi=150)

@@ -116,6 +116,10 @@ def test_sweeps_expand_as_multirun_does():
         ["method=advi", "method.grad_samples=10", "seed=1"],
     ]
     assert expand_sweeps([]) == [[]]
+    assert expand_sweeps(["seed=range(0,2)", "+extra=1"]) == [["seed=0", "+extra=1"],
+                                                              ["seed=1", "+extra=1"]]
+    with pytest.raises(ValueError, match=r"'budget_s=interval\(1,2\)': an interval cannot"):
+        expand_sweeps(["budget_s=interval(1,2)"])
 
 
 def test_the_workflow_plan_runs_each_experiments_methods_for_each_seed():
@@ -205,3 +209,11 @@ def test_image_dir_switches_the_mixture_experiments_to_real_images_only(tmp_path
 def test_bad_experiment_values_fail_naming_them(compose_run, override, message):
     with pytest.raises(ValueError, match=message):
         compose_run("experiment=gamma_poisson_nmf", override)
+
+
+def test_a_minibatch_larger_than_the_training_rows_is_refused_before_any_data(compose_run):
+    assert compose_run("experiment=gmm_minibatch", "scale=smoke",
+                       "method.minibatch_size=2000").method.minibatch_size == 2000
+    with pytest.raises(ValueError, match=r"minibatch_size = 2001 exceeds the 2000 training "
+                                         r"rows of experiment 'gmm_minibatch' at scale 'smoke'"):
+        compose_run("experiment=gmm_minibatch", "scale=smoke", "method.minibatch_size=2001")

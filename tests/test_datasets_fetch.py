@@ -65,6 +65,17 @@ def test_unreachable_upstream_names_the_file(tmp_path, monkeypatch):
         fetching.fetch("frey_faces", tmp_path / "data", mirror_dir=tmp_path / "empty")
 
 
+def test_a_file_the_mirror_lacks_is_named_when_the_fallback_download_fails(tmp_path,
+                                                                          monkeypatch):
+    missing = f"file://{tmp_path / 'nowhere.mat'}"
+    monkeypatch.setitem(fetching.UPSTREAM, "frey_faces", {"frey_rawface.mat": (missing,)})
+    mirror = tmp_path / "mirror"
+    (mirror / "frey_faces").mkdir(parents=True)
+    with pytest.raises(OSError, match=r"mirror .*frey_faces lacks frey_rawface\.npy, "
+                                      r"frey_rawface\.mat; downloading the original"):
+        fetching.fetch("frey_faces", tmp_path / "data", mirror_dir=mirror)
+
+
 def test_unknown_data_set_and_missing_mirror_are_named(tmp_path):
     with pytest.raises(ValueError, match="'imageclef'.*election88, frey_faces"):
         fetching.fetch("imageclef", tmp_path)

@@ -42,3 +42,15 @@ def test_standardise_uses_the_training_rows():
     np.testing.assert_allclose(out[:40, :3].std(axis=0), 1.0, rtol=1e-5)
     np.testing.assert_array_equal(out[:, 3], 0.0)
     assert out.dtype == np.float32
+
+
+def test_a_missing_image_folder_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"image folder .*no_images does not exist"):
+        images.rgb_histograms(tmp_path / "no_images")
+
+
+def test_an_unreadable_image_is_named(tmp_path):
+    Image.new("RGB", (4, 4), (1, 2, 3)).save(tmp_path / "a_good.png")
+    (tmp_path / "b_broken.png").write_bytes(b"not a png at all")
+    with pytest.raises(ValueError, match=r"cannot read image .*b_broken\.png"):
+        images.rgb_histograms(tmp_path)

@@ -45,11 +45,22 @@ def exact_lpd() -> float:
     return float(np.mean(norm.logpdf(Y_HELDOUT, m, np.sqrt(1.0 + v))))
 
 
-def _run(runner, method, tmp_path, *, seed=0, budget_s=1e6, scorer=log_likelihood):
+def _run(runner, method, tmp_path, *, seed=0, budget_s=1e6, scorer=log_likelihood, stop=None):
     trace = TraceWriter(tmp_path / f"trace{seed}.csv", identity={"seed": seed})
     facts = runner(model, {"y": jnp.asarray(Y_TRAIN)}, method, rng_key=jax.random.PRNGKey(seed),
-                   budget_s=budget_s, log_likelihood=scorer, trace=trace)
+                   budget_s=budget_s, log_likelihood=scorer, trace=trace, stop=stop)
     return facts, pd.read_csv(trace.path)
+
+
+def _stop_after(checkpoints):
+    """A stop request that asks to stop from its ``checkpoints``-th question on."""
+    asked = []
+
+    def stop():
+        asked.append(1)
+        return "interrupted by SIGINT" if len(asked) >= checkpoints else None
+
+    return stop
 
 
 def _slow(seconds):
@@ -192,3 +203,21 @@ def test_advi_clock_excludes_held_out_evaluation(tmp_path):
     facts, trace = _run(run_advi, ADVI, tmp_path, scorer=_slow(0.2))
     assert facts["wall_s"] < 0.2  # each of the checkpoints slept for 0.2 s
     assert trace["wall_s"].iloc[-1] == pytest.approx(facts["wall_s"])
+
+
+@pytest.mark.parametrize(("runner", "method", "every"), [
+    (run_advi, AdviConfig(max_iter=5000, tol_rel_obj=1e-9, checkpoint_every=100,
+                          eval_draws=20, eta=0.1), 100),
+    (run_mcmc, NUTS, 20),
+])
+def test_a_stop_request_ends_the_run_at_that_checkpoint(tmp_path, runner, method, every):
+    facts, trace = _run(runner, method, tmp_path, stop=_stop_after(2))
+    assert list(trace["iteration"]) == [every, 2 * every]
+    assert facts["iterations"] == 2 * every and not facts["stopped_by_budget"]
+
+
+@pytest.mark.parametrize(("runner", "method"), [(run_advi, ADVI), (run_mcmc, NUTS)])
+def test_the_seconds_spent_at_checkpoints_are_counted_apart(tmp_path, runner, method):
+    facts, trace = _run(runner, method, tmp_path, scorer=_slow(0.1))
+    assert facts["checkpoint_s"] >= 0.1 * len(trace)  # each checkpoint slept 0.1 s
+    assert facts["wall_s"] < 0.1 * len(trace)

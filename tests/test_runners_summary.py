@@ -22,25 +22,40 @@ def _write(runs_dir, method, label, seed, rows):
                                   "seed": seed})
     for iteration, wall_s, lpd in rows:
         trace.append(iteration=iteration, wall_s=wall_s, heldout_lpd=lpd, num_draws=10)
+    return trace.path
 
 
 @pytest.fixture
-def traces(tmp_path):
-    _write(tmp_path, "nuts", "NUTS", 0, [(50, 1.0, -2.0), (100, 2.0, -1.0)])
-    _write(tmp_path, "nuts", "NUTS", 1, [(50, 3.0, -2.2), (100, 4.0, -1.2)])
-    _write(tmp_path, "advi_M1", "ADVI (M=1)", 0, [(100, 0.1, -1.5), (200, 0.2, -1.105)])
-    _write(tmp_path, "advi_M1", "ADVI (M=1)", 1, [(100, 0.3, -1.3), (200, 0.4, -1.095)])
-    _write(tmp_path, "hmc", "HMC", 0, [(50, 5.0, -3.0)])
-    return read_traces(tmp_path)
+def trace_paths(tmp_path):
+    return [
+        _write(tmp_path, "nuts", "NUTS", 0, [(50, 1.0, -2.0), (100, 2.0, -1.0)]),
+        _write(tmp_path, "nuts", "NUTS", 1, [(50, 3.0, -2.2), (100, 4.0, -1.2)]),
+        _write(tmp_path, "advi_M1", "ADVI (M=1)", 0, [(100, 0.1, -1.5), (200, 0.2, -1.105)]),
+        _write(tmp_path, "advi_M1", "ADVI (M=1)", 1, [(100, 0.3, -1.3), (200, 0.4, -1.095)]),
+        _write(tmp_path, "hmc", "HMC", 0, [(50, 5.0, -3.0)]),
+    ]
 
 
-def test_read_traces_stacks_every_run_present(traces):
+@pytest.fixture
+def traces(trace_paths):
+    return read_traces(trace_paths)
+
+
+def test_read_traces_stacks_the_given_runs(traces):
     assert len(traces) == 9 and set(traces["method"]) == {"nuts", "advi_M1", "hmc"}
 
 
+def test_read_traces_reads_only_the_given_files(tmp_path, trace_paths):
+    _write(tmp_path, "nuts", "NUTS", 7, [(50, 1.0, -9.0)])  # a stray run of another config
+    traces = read_traces(trace_paths[:2])
+    assert set(traces["seed"]) == {0, 1} and set(traces["method"]) == {"nuts"}
+
+
 def test_read_traces_fails_clearly_without_runs(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no traces"):
-        read_traces(tmp_path)
+    with pytest.raises(ValueError, match="no traces given"):
+        read_traces([])
+    with pytest.raises(FileNotFoundError, match="seed3"):
+        read_traces([tmp_path / "nuts" / "seed3" / "trace.csv"])
 
 
 def test_methods_follow_the_preferred_order_then_the_name(traces):
@@ -103,11 +118,15 @@ def test_run_ending_says_how_a_run_ended(info, text):
 
 
 def test_summary_says_how_the_first_seeds_run_ended(tmp_path, traces):
+    infos = []
     for method, seed, info in [("hmc", 0, {"iterations": 50, "stop_reason": "budget"}),
                                ("nuts", 1, {"iterations": 2000}),
                                ("nuts", 0, {"iterations": 100, "stop_reason": "budget"})]:
-        (tmp_path / method / f"seed{seed}" / "info.json").write_text(json.dumps(info))
-    endings = read_endings(tmp_path)
+        infos.append(tmp_path / method / f"seed{seed}" / "info.json")
+        infos[-1].write_text(json.dumps({"method": method, "seed": seed, **info}))
+    (tmp_path / "advi_M1" / "seed0" / "info.json").write_text(  # not given: not read
+        json.dumps({"method": "advi_M1", "seed": 0, "iterations": 1, "stop_reason": "x"}))
+    endings = read_endings(infos)
     assert len(endings) == 3
     table = summary_table(traces, reference="nuts", endings=endings).set_index("method")
     assert table.loc["nuts", "ended"] == "stopped after 100 transitions: budget"
