@@ -10,9 +10,9 @@ import pytest
 
 from runners.paths import REPO_ROOT
 
-PAPER_METHODS = ("advi_M1", "advi_M10", "nuts", "hmc")
+PAPER_METHODS = ("advi_M1", "advi_M10", "advi_robust_M1", "nuts", "hmc")
 LINREG_METHODS = (*PAPER_METHODS, "hmc_init-advi")
-ADVI_NUTS_HMC = ("advi_M1", "nuts", "hmc")
+ADVI_NUTS_HMC = ("advi_M1", "advi_robust_M1", "nuts", "hmc")
 MINIBATCHES = ("advi_M1_B50", "advi_M1_B100", "advi_M1_B500", "advi_M1_B1000")
 EXPERIMENTS = {  # experiment: (accuracy figure, methods in the experiment's order, reference)
     "linreg_ard": ("fig4a_linreg_ard", LINREG_METHODS, "nuts"),
