@@ -64,8 +64,9 @@ Timed = Callable[[int], float]
 
 def loop_timer(body: Callable, carry: Any, data: Any, check: Callable | None = None) -> Timed:
     """n trips of ``carry = body(i, carry, data)`` in one jitted ``lax.fori_loop`` (the data
-    an argument, the trip count a run-time value: one compilation for every n). ``check``
-    sees the final carry of every timing (e.g. to refuse a failed ADVI state)."""
+    an argument, the trip count a run-time value: one compilation for every n).
+    ``check(carry, n)`` sees the final carry of every timing (e.g. to refuse a failed ADVI
+    state)."""
     import jax
 
     @jax.jit
@@ -79,7 +80,7 @@ def loop_timer(body: Callable, carry: Any, data: Any, check: Callable | None = N
         out = jax.block_until_ready(loop(carry, data, n))
         seconds = time.perf_counter() - start
         if check is not None:
-            check(out)
+            check(out, n)
         return seconds
 
     return timed
@@ -116,9 +117,10 @@ def grad_loop_timer(target: Any, M: int) -> Timed:
     return loop_timer(lambda i, z, data: z + 1e-9 * grad(z, keys, data), zeta, target.data)
 
 
-def step_timer(target: Any, M: int, preset: str) -> Timed:
+def step_timer(target: Any, M: int, preset: str, stats: dict | None = None) -> Timed:
     """n iterations of ``advi.step`` with the step of ``preset`` (its optimiser and
-    preconditioning, ``advi.PRESETS``), mean-field, eta = 0.1, from ``advi.init``."""
+    preconditioning, ``advi.PRESETS``), mean-field, eta = 0.1, from ``advi.init``.
+    ``stats["redraws"]`` gets the non-finite draws redrawn per step (``StepInfo.redraws``)."""
     import jax
 
     import advi
@@ -127,16 +129,20 @@ def step_timer(target: Any, M: int, preset: str) -> Timed:
     key = jax.random.PRNGKey(0)
     state = advi.init(target, key, family="meanfield", optimizer=o["optimizer"])
 
-    def body(i: Any, s: Any, data: Any) -> Any:
-        return advi.step(target._replace(data=data), s, jax.random.fold_in(key, i), ETA,
-                         family="meanfield", optimizer=o["optimizer"], grad_samples=M,
-                         precondition=o["precondition"])[0]
+    def body(i: Any, carry: Any, data: Any) -> Any:
+        s, info = advi.step(target._replace(data=data), carry[0], jax.random.fold_in(key, i),
+                            ETA, family="meanfield", optimizer=o["optimizer"], grad_samples=M,
+                            precondition=o["precondition"])
+        return s, carry[1] + info.redraws
 
-    def check(s: Any) -> None:
+    def check(carry: Any, n: int) -> None:
+        s, redraws = carry
         if bool(s.failed):
             raise RuntimeError(f"advi.step ({preset}) failed at iteration {int(s.iteration)}")
+        if stats is not None:
+            stats["redraws"] = int(redraws) / n
 
-    return loop_timer(body, state, target.data, check)
+    return loop_timer(body, (state, jax.numpy.zeros((), "int32")), target.data, check)
 
 
 def plain_meanfield_grad(log_density: Callable, params: Any, rng_key: Any, M: int) -> Any:
@@ -159,8 +165,10 @@ def plain_meanfield_grad(log_density: Callable, params: Any, rng_key: Any, M: in
 
 
 def estimator_timer(target: Any, M: int, plain: bool) -> Timed:
-    """n gradient estimates at M draws, the parameters moved a little by each: through
-    ``advi.elbo_grad`` (redraw while_loop) or :func:`plain_meanfield_grad` (none)."""
+    """n gradient estimates at M draws (a new key each, so none can be hoisted out of the
+    loop) at the initial parameters, summed: through ``advi.elbo_grad`` (redraw
+    while_loop) or :func:`plain_meanfield_grad` (none). The parameters stay put, so that
+    neither wanders where draws turn non-finite and ``elbo_grad`` would redraw."""
     import jax
 
     import advi
@@ -169,18 +177,18 @@ def estimator_timer(target: Any, M: int, plain: bool) -> Timed:
     key = jax.random.PRNGKey(0)
     params = advi.init(target, key).params
 
-    def body(i: Any, p: Any, data: Any) -> Any:
+    def body(i: Any, total: Any, data: Any) -> Any:
         def log_density(zeta: Any, batch_key: Any) -> Any:
             return target.log_density_fn(zeta, batch_key, data)
 
         k = jax.random.fold_in(key, i)
         if plain:
-            grad = plain_meanfield_grad(log_density, p, k, M)[1]
+            grad = plain_meanfield_grad(log_density, params, k, M)[1]
         else:
-            grad = advi.elbo_grad(log_density, family, p, k, M).grad
-        return jax.tree.map(lambda a, b: a + 1e-6 * b, p, grad)
+            grad = advi.elbo_grad(log_density, family, params, k, M).grad
+        return jax.tree.map(jax.numpy.add, total, grad)
 
-    return loop_timer(body, params, target.data)
+    return loop_timer(body, jax.tree.map(jax.numpy.zeros_like, params), target.data)
 
 
 def same_draws_gap(target: Any, M: int) -> float:
@@ -222,13 +230,14 @@ def fit_loop_timer(model: Any, args: tuple, M: int, eval_elbo: int | None = None
     return timed
 
 
-def make_timers(target: Any, M: int, fit: Timed) -> dict[str, Timed]:
-    """Every timed loop of (a) at M draws; ``fit`` is :func:`fit_loop_timer`'s."""
+def make_timers(target: Any, M: int, fit: Timed, stats: dict) -> dict[str, Timed]:
+    """Every timed loop of (a) at M draws; ``fit`` is :func:`fit_loop_timer`'s;
+    ``stats[preset]`` gets the steps' redraws (:func:`step_timer`)."""
     return {
         "grad call": grad_call_timer(target, M),
         "grad loop": grad_loop_timer(target, M),
-        "step stan": step_timer(target, M, "stan"),
-        "step robust": step_timer(target, M, "robust"),
+        "step stan": step_timer(target, M, "stan", stats.setdefault("stan", {})),
+        "step robust": step_timer(target, M, "robust", stats.setdefault("robust", {})),
         "fit loop": fit,
         "elbo_grad": estimator_timer(target, M, plain=False),
         "plain grad": estimator_timer(target, M, plain=True),
@@ -373,7 +382,8 @@ def report_iteration_cost(target: Any, model: Any, train: tuple, args: argparse.
                           ) -> list[Verdict]:
     """(a): time every loop at M = 1 and 10, print the table, the ratios and the redraw
     check; return the gated targets."""
-    per_iter = {M: measure(make_timers(target, M, fit_loop_timer(model, train, M)),
+    stats: dict[int, dict] = {1: {}, 10: {}}
+    per_iter = {M: measure(make_timers(target, M, fit_loop_timer(model, train, M), stats[M]),
                            args.iters, args.repeats) for M in (1, 10)}
     med = {M: {k: statistics.median(v) for k, v in t.items()} for M, t in per_iter.items()}
     low = {M: {k: min(v) for k, v in t.items()} for M, t in per_iter.items()}
@@ -384,6 +394,8 @@ def report_iteration_cost(target: Any, model: Any, train: tuple, args: argparse.
         cells = "".join(f"{1e3 * med[M][name]:9.3f} ({1e3 * min(per_iter[M][name]):.3f}-"
                         f"{1e3 * max(per_iter[M][name]):.3f})".rjust(24) for M in (1, 10))
         print(f"  {label:44s}{cells}")
+    print("  non-finite draws redrawn per advi.step (M = 1, M = 10): " + "; ".join(
+        f"{p} {stats[1][p]['redraws']:.3g}, {stats[10][p]['redraws']:.3g}" for p in PRESETS))
     print(f"  ratios (of medians; of the fastest repeats){'M = 1':>16s}{'M = 10':>18s}")
     verdicts = []
     for num, den, gated in (("step stan", "grad call", True), ("step robust", "grad call", True),

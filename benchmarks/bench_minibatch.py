@@ -91,10 +91,11 @@ def time_minibatches(train: dict, sizes: list[int], iters: int, repeats: int) ->
           f"{'step/grad':>11} {'+ELBO/grad':>11}")
     for B in sizes:
         target = advi.from_numpyro(gmm.model, (), data, minibatch_size=B)
+        stats: dict = {}
         timers = {
             "grad": bench_advi.grad_call_timer(target, 1),
             "loop": bench_advi.grad_loop_timer(target, 1),
-            "step": bench_advi.step_timer(target, 1, "stan"),
+            "step": bench_advi.step_timer(target, 1, "stan", stats),
             "elbo": bench_advi.fit_loop_timer(gmm.model, (), 1, eval_elbo=EVAL_ELBO,
                                               minibatch_size=B, model_kwargs=data),
         }
@@ -103,7 +104,8 @@ def time_minibatches(train: dict, sizes: list[int], iters: int, repeats: int) ->
         ratio = med["step"] / med["grad"]
         print(f"    {B:>5} {med['grad']:>10.3f} {med['loop']:>10.3f} {med['step']:>8.3f} "
               f"{med['elbo']:>8.3f} {ratio:>11.2f} {med['elbo'] / med['grad']:>11.2f}  "
-              f"[{common.verdict(ratio <= TARGET_RATIO)}: <= {TARGET_RATIO}]", flush=True)
+              f"[{common.verdict(ratio <= TARGET_RATIO)}: <= {TARGET_RATIO}]  "
+              f"redraws/step {stats['redraws']:.2f}", flush=True)
     print()
 
 
