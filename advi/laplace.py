@@ -12,10 +12,13 @@ search. With H the Hessian there:
 
 The Hessian is formed exactly (``jax.hessian``) for K <= ``hessian_max_dim``; above that
 the scales stay at 1 (omega = 0) and only the mean moves to the mode. The start is refused
-(``ok`` False, and the caller falls back to its usual start) when L-BFGS does not reach a
-stationary point within ``max_steps`` (a mode that runs off to a boundary, as in a
-hierarchical funnel where the density grows without bound as a scale goes to 0), or when
-the curvature there is not negative on every coordinate.
+(``ok`` False, and the caller falls back to its usual start) when the curvature is not
+negative on every coordinate, or when the point L-BFGS reached is more than
+:data:`MODE_SD_TOL` of the Laplace standard deviation from the mode along some coordinate
+(|g_k| / sqrt(-H_kk), a scale-free test: a raw gradient norm is not, and fails on
+ill-conditioned posteriors in float32). A mode that runs off to a boundary, as in a
+hierarchical funnel where the density grows without bound as a scale goes to 0, fails both.
+Above ``hessian_max_dim`` the test is L-BFGS's own: ||grad|| <= GRAD_RTOL max(1, |log p|).
 """
 
 from __future__ import annotations
@@ -38,7 +41,14 @@ HESSIAN_MAX_DIM = 2000
 """Largest K whose Hessian is formed for the initial scales (K^2 floats, K gradients)."""
 
 GRAD_RTOL = 1e-3
-"""The mode is accepted when ||grad|| <= GRAD_RTOL * max(1, |log p|)."""
+"""L-BFGS stops when ||grad|| <= GRAD_RTOL * max(1, |log p|)."""
+
+LAPLACE_STAGES = 2
+"""L-BFGS restarts, each preconditioned by the curvature where the last ended."""
+
+MODE_SD_TOL = 0.1
+"""The mode is accepted when every |g_k| / sqrt(-H_kk) (a Newton step in Laplace standard
+deviations) is below this."""
 
 
 class LaplaceStart(NamedTuple):
@@ -58,9 +68,15 @@ class LaplaceStart(NamedTuple):
 
 
 def find_mode(
-    log_density: Callable[[Array], Array], zeta0: Array, max_steps: int = LAPLACE_MAX_STEPS
+    log_density: Callable[[Array], Array],
+    zeta0: Array,
+    max_steps: int = LAPLACE_MAX_STEPS,
+    abs_tol: float | Array = 0.0,
 ) -> tuple[Array, Array, Array, Array]:
     """Maximise ``log_density`` (zeta (K,) -> ()) by L-BFGS from ``zeta0``.
+
+    Stops when ||grad|| <= GRAD_RTOL max(1, |log p|), or, where ``abs_tol`` > 0, when
+    max_k |grad_k| <= ``abs_tol`` instead (for coordinates scaled to unit curvature).
 
     Returns:
         (zeta (K,), converged () bool, steps () int32, grad_norm () float).
@@ -72,10 +88,13 @@ def find_mode(
 
     value_and_grad = optax.value_and_grad_from_state(loss)
 
+    def small_grad(grad: Array, value: Array) -> Array:
+        relative = optax.tree.norm(grad) <= GRAD_RTOL * jnp.maximum(1.0, jnp.abs(value))
+        absolute = jnp.max(jnp.abs(grad)) <= abs_tol
+        return jnp.where(abs_tol > 0, absolute, relative)
+
     def small(state: Any) -> Array:
-        grad_norm = optax.tree.norm(optax.tree.get(state, "grad"))
-        value = optax.tree.get(state, "value")
-        return grad_norm <= GRAD_RTOL * jnp.maximum(1.0, jnp.abs(value))
+        return small_grad(optax.tree.get(state, "grad"), optax.tree.get(state, "value"))
 
     def cond(carry: tuple[Array, Any, Array]) -> Array:
         zeta, state, k = carry
@@ -92,14 +111,36 @@ def find_mode(
 
     start = (zeta0, solver.init(zeta0), jnp.zeros((), jnp.int32))
     zeta, state, steps = jax.lax.while_loop(cond, body, start)
-    grad_norm = optax.tree.norm(jax.grad(loss)(zeta))
-    value = loss(zeta)
-    converged = (
-        jnp.all(jnp.isfinite(zeta))
-        & jnp.isfinite(value)
-        & (grad_norm <= GRAD_RTOL * jnp.maximum(1.0, jnp.abs(value)))
-    )
-    return zeta, converged, steps, grad_norm
+    value, grad = jax.value_and_grad(loss)(zeta)
+    converged = jnp.all(jnp.isfinite(zeta)) & jnp.isfinite(value) & small_grad(grad, value)
+    return zeta, converged, steps, optax.tree.norm(grad)
+
+
+def _staged_mode(log_density: Callable[[Array], Array], zeta0: Array, max_steps: int
+                 ) -> tuple[Array, Array, Array]:
+    """L-BFGS in :data:`LAPLACE_STAGES` stages, each in coordinates scaled by the curvature
+    the previous stage ended at (a Jacobi preconditioner; the first stage unscaled, stopping
+    on the relative gradient norm; the later ones stopping when every gradient coordinate is
+    below MODE_SD_TOL / 2, i.e. a Newton step of at most that many standard deviations): in
+    float32 L-BFGS cannot reach the mode of a posterior whose scales span 1e-3..1e4 unscaled.
+
+    Returns:
+        (mode (K,), precision -H (K, K) there, total L-BFGS steps).
+    """
+
+    def stage(index: Array, carry: tuple[Array, Array, Array]) -> tuple[Array, Array, Array]:
+        zeta, precision, steps = carry
+        diag = jnp.diagonal(precision)
+        scale = jnp.where(jnp.isfinite(diag) & (diag > 0), jax.lax.rsqrt(diag), 1.0)
+        abs_tol = jnp.where(index > 0, MODE_SD_TOL / 2, 0.0)  # scaled stages: in sds
+        shift, _, used, _ = find_mode(lambda u: log_density(zeta + scale * u),
+                                      jnp.zeros_like(zeta), max_steps // LAPLACE_STAGES,
+                                      abs_tol)
+        zeta = zeta + scale * shift
+        return zeta, -jax.hessian(log_density)(zeta), steps + used
+
+    start = (zeta0, jnp.eye(zeta0.shape[-1], dtype=zeta0.dtype), jnp.zeros((), jnp.int32))
+    return jax.lax.fori_loop(0, LAPLACE_STAGES, stage, start)
 
 
 def laplace_start(
@@ -116,22 +157,26 @@ def laplace_start(
         log_density: ``zeta (K,) -> ()``, the target's log density (with its Jacobian).
         family: the variational family whose parameters to build.
         zeta0: (K,) float, where L-BFGS starts.
-        max_steps: L-BFGS iteration bound.
+        max_steps: L-BFGS iteration bound (over all stages).
         hessian_max_dim: above this K the scales are left at 1.
 
     Returns:
         :class:`LaplaceStart`.
     """
-    mode, converged, steps, grad_norm = find_mode(log_density, zeta0, max_steps)
     dim = zeta0.shape[-1]
     if dim > hessian_max_dim:
+        mode, converged, steps, grad_norm = find_mode(log_density, zeta0, max_steps)
         if family.name == "fullrank":
             return LaplaceStart(FullRankParams(mode, jnp.eye(dim)), converged, steps, grad_norm)
         return LaplaceStart(MeanFieldParams(mode, jnp.zeros_like(mode)), converged, steps,
                             grad_norm)
-    precision = -jax.hessian(log_density)(mode)
+    mode, precision, steps = _staged_mode(log_density, zeta0, max_steps)
+    grad = jax.grad(log_density)(mode)
     diag = jnp.diagonal(precision)
-    ok = converged & jnp.all(jnp.isfinite(diag) & (diag > 0))
+    curved = jnp.all(jnp.isfinite(diag) & (diag > 0))
+    newton_sd = jnp.abs(grad) / jnp.sqrt(jnp.where(diag > 0, diag, 1.0))
+    ok = curved & jnp.all(jnp.isfinite(newton_sd)) & (jnp.max(newton_sd) < MODE_SD_TOL)
+    grad_norm = jnp.linalg.norm(grad)
     omega = -0.5 * jnp.log(jnp.where(diag > 0, diag, 1.0))
     if family.name == "fullrank":
         L = jnp.linalg.cholesky(jnp.linalg.inv(precision))

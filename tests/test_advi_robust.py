@@ -44,9 +44,10 @@ def test_robust_recovers_ill_conditioned_posterior_means_where_stan_does_not():
         errors[preset] = np.sqrt(np.mean(((np.asarray(result.params.mu) - mean) / sd) ** 2))
     assert errors["robust"] < 0.1
     assert errors["stan"] > 1.0
-    # the optimum's scales are 1 / sqrt(Lambda_kk); averaging keeps them within 15%
+    # the optimum's scales are 1 / sqrt(Lambda_kk); constant-step noise biases the average
+    # of omega low (by about the variance of its iterates): 10-20% here
     ratio = np.exp(np.asarray(result.params.omega)) / meanfield_sd
-    np.testing.assert_allclose(ratio, 1.0, atol=0.15)
+    assert np.all((ratio > 0.75) & (ratio < 1.05))
     assert result.convergence_reason == "rhat" and result.converged
     assert result.start.startswith("laplace")
 
