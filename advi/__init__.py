@@ -27,7 +27,7 @@ from .diagnostics import pareto_khat
 from .elbo import elbo_estimate, elbo_grad
 from .families import FULLRANK, MEANFIELD, FullRankParams, MeanFieldParams, get_family
 from .fit import ETA_GRID, fit
-from .laplace import LaplaceStart, laplace_start
+from .laplace import LaplaceStart, LogDensityFunctions, laplace_start, log_density_functions
 from .presets import OPTIONS, PRESETS
 from .result import ADVIError, ADVIResult, Approximation, CheckpointInfo, ELBOHistory
 from .stationarity import split_rhat
@@ -42,6 +42,7 @@ __all__ = [
     "ADVIResult",
     "ADVIState",
     "LaplaceStart",
+    "LogDensityFunctions",
     "OPTIONS",
     "PRESETS",
     "StepInfo",
@@ -65,6 +66,7 @@ __all__ = [
     "get_optimizer",
     "init",
     "laplace_start",
+    "log_density_functions",
     "pareto_khat",
     "scale_by_stan_step_size",
     "split_rhat",

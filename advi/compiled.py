@@ -1,10 +1,12 @@
 """The compiled functions of one :func:`advi.fit` configuration, and their reuse.
 
-Three functions are compiled per model, data shapes and options, in parallel threads (XLA
+These functions are compiled per model, data shapes and options, in parallel threads (XLA
 compiles each on one core):
 
-- ``setup(rng_key, data) -> (keys, state, start_info)``: the key split by purpose and the
-  initial state (with the Laplace start of :mod:`advi.laplace` when asked);
+- ``init(rng_key) -> (keys, params, batch_key)``: the key split by purpose and the initial
+  parameters; ``begin(params) -> state``: a fresh state there;
+- with the Laplace start, the log density's value and gradient and its Hessian
+  (:func:`advi.laplace.log_density_functions`), which the host-side L-BFGS calls;
 - ``chunk(state, eta, key, salt, num_steps, data)``: any number of iterations at any eta
   (both run-time arguments), so the eta search, the main loop and restarts share one
   compilation; iteration k draws from ``fold_in(fold_in(key, salt), k)``, so results do not
@@ -35,13 +37,19 @@ from jax import Array
 
 from .elbo import elbo_estimate
 from .families import Family
-from .laplace import laplace_start
+from .laplace import LogDensityFunctions, laplace_start, log_density_functions
 from .step import ADVIState, fresh_state, step
 from .target import Target
 
 MINIBATCH_ELBO_BATCH = 5
 """Draws evaluated at a time by the ELBO of a minibatched target (:func:`elbo_estimate`'s
 ``batch_size``; full-data targets evaluate all S draws at once)."""
+
+ONCE = {"xla_backend_optimization_level": 0}
+"""XLA options for the functions a fit calls once or twice (init, begin, the Hessian): LLVM
+without optimisation compiles them in 40-60% less CPU time (E1, JAX 0.10: the Hessian 1.6 ->
+1.0 s, init 1.1 -> 0.4 s); the hot loop keeps full optimisation (E1's chunk ran 2.3x slower
+without it)."""
 
 CACHE_SIZE = 16
 """Configurations whose compiled functions are kept per process."""
@@ -50,12 +58,12 @@ _CACHE: collections.OrderedDict[Hashable, tuple] = collections.OrderedDict()
 
 
 class StartInfo(NamedTuple):
-    """How the initial state was chosen: ``laplace`` () bool (the Laplace start was used),
-    ``steps`` () int32 (L-BFGS iterations, 0 without), ``grad_norm`` () float."""
+    """How the initial state was chosen: ``laplace`` (the Laplace start was used),
+    ``steps`` (L-BFGS iterations, 0 without), ``grad_norm`` (||grad log p|| there)."""
 
-    laplace: Array
-    steps: Array
-    grad_norm: Array
+    laplace: bool
+    steps: int
+    grad_norm: float
 
 
 class ChunkMoments(NamedTuple):
@@ -126,22 +134,31 @@ def _make_elbo(target: Target, family: Family, S: int) -> Callable:
     return elbo
 
 
-def _make_setup(target: Target, family: Family, optimizer: Any, init: str, laplace: bool
-                ) -> Callable:
-    def setup(rng_key: Array, data: Any) -> tuple[Array, ADVIState, StartInfo]:
+def _make_init(target: Target, family: Family, init: str) -> Callable:
+    def initialise(rng_key: Array) -> tuple[Array, Any, Array]:
         keys = jax.random.split(rng_key, 4)
         params = family.init(keys[0], target.dim, init)
-        info = StartInfo(jnp.zeros((), bool), jnp.zeros((), jnp.int32),
-                         jnp.full((), jnp.nan, params.mu.dtype))
-        if laplace:
-            batch_key = jax.random.fold_in(keys[0], 1)
-            start = laplace_start(lambda z: target.log_density_fn(z, batch_key, data),
-                                  family, params.mu)
-            params = jax.tree.map(lambda a, b: jnp.where(start.ok, a, b), start.params, params)
-            info = StartInfo(start.ok, start.steps, start.grad_norm)
-        return keys[1:], fresh_state(params, optimizer, jnp.zeros((), jnp.int32)), info
+        return keys[1:], params, jax.random.fold_in(keys[0], 1)
 
-    return setup
+    return initialise
+
+
+def _make_begin(optimizer: Any) -> Callable:
+    def begin(params: Any) -> ADVIState:
+        return fresh_state(params, optimizer, jnp.zeros((), jnp.int32))
+
+    return begin
+
+
+def _laplace_functions(target: Target) -> LogDensityFunctions:
+    """The Laplace start's log density functions; their data argument is (batch_key, data):
+    a minibatched target's mode is that of one fixed minibatch."""
+
+    def log_density(zeta: Array, keyed_data: tuple[Array, Any]) -> Array:
+        batch_key, data = keyed_data
+        return target.log_density_fn(zeta, batch_key, data)
+
+    return log_density_functions(log_density, target.dim)
 
 
 class Options(NamedTuple):
@@ -177,27 +194,48 @@ class CompiledADVI:
                     _CACHE.popitem(last=False)
         else:
             _CACHE.move_to_end(key)
-        self.setup_fn, self.chunk_fn, self.elbo_fn = cached
+        self.init_fn, self.begin_fn, self.laplace_fns, self.chunk_fn, self.elbo_fn = cached
 
     def _compile(self, target: Target, o: Options, optimizer: Any) -> tuple:
-        setup = jax.jit(_make_setup(target, o.family, optimizer, o.init, o.laplace))
+        initialise = jax.jit(_make_init(target, o.family, o.init))
+        begin = jax.jit(_make_begin(optimizer))
         chunk = jax.jit(_make_chunk(target, o.family, optimizer, o.grad_samples,
                                     o.precondition, o.moments))
         elbo = jax.jit(_make_elbo(target, o.family, o.elbo_samples))
         key = jax.random.PRNGKey(0)
-        _, state, _ = jax.eval_shape(setup, key, target.data)
+        _, params, batch_key = jax.eval_shape(initialise, key)
+        state = jax.eval_shape(begin, params)
         one = np.ones((), np.int32)
-        lowered = (
-            setup.lower(key, target.data),
-            chunk.lower(state, np.ones((), self.dtype), key, one, one, target.data),
-            elbo.lower(state.params, key, one, target.data),
-        )
+        lowered = [
+            (initialise.lower(key), ONCE),
+            (begin.lower(params), ONCE),
+            (chunk.lower(state, np.ones((), self.dtype), key, one, one, target.data), None),
+            (elbo.lower(state.params, key, one, target.data), None),
+        ]
+        fns = _laplace_functions(target) if o.laplace else None
+        if fns is not None:
+            keyed = (batch_key, target.data)
+            lowered.append((fns.value_and_grad.lower(params.mu, keyed), None))
+            if fns.precision is not None:
+                lowered.append((fns.precision.lower(params.mu, keyed), ONCE))
         with concurrent.futures.ThreadPoolExecutor(len(lowered)) as pool:
-            return tuple(pool.map(lambda low: low.compile(), lowered))
+            done = list(pool.map(lambda low: low[0].compile(low[1]), lowered))
+        if fns is not None:
+            fns = LogDensityFunctions(done[4], done[5] if fns.precision is not None else None)
+        return done[0], done[1], fns, done[2], done[3]
 
     def setup(self, rng_key: Array) -> tuple[Array, ADVIState, StartInfo]:
-        """Keys (adapt, run, elbo), the initial state and how it was chosen."""
-        return self.setup_fn(rng_key, self.target.data)
+        """Keys (adapt, run, elbo), the initial state and how it was chosen (with the
+        Laplace start, L-BFGS runs here, on the host)."""
+        keys, params, batch_key = self.init_fn(rng_key)
+        info = StartInfo(False, 0, math.nan)
+        if self.laplace_fns is not None:
+            start = laplace_start(self.laplace_fns, self.family, params.mu,
+                                  (batch_key, self.target.data))
+            info = StartInfo(start.ok, start.steps, start.grad_norm)
+            if start.ok:
+                params = start.params
+        return keys, self.begin_fn(params), info
 
     def run(self, state: ADVIState, eta: float, key: Array, salt: int, num_steps: int) -> Any:
         """``num_steps`` iterations at step-size scale ``eta`` (blocks until done); returns

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from .families import Family
+from .families import Family, standard_normal
 
 REDRAW_FACTOR = 10
 
@@ -51,7 +51,7 @@ def _finite_draws(
 
     def body(d: _Draws) -> _Draws:
         key, eps_key, batch_key = jax.random.split(d.key, 3)
-        eps = jnp.where(d.bad[:, None], jax.random.normal(eps_key, shape, dtype), d.eps)
+        eps = jnp.where(d.bad[:, None], standard_normal(eps_key, shape, dtype), d.eps)
         value, grad = evaluate(eps, jax.random.split(batch_key, num))
         bad = ~(jnp.isfinite(value) & jnp.all(jnp.isfinite(grad), axis=-1))
         return _Draws(eps, value, grad, bad, d.redraws + jnp.sum(d.bad, dtype=jnp.int32), key)

@@ -1,7 +1,6 @@
 """A Laplace start for ADVI: q centred at the mode of the log joint, scaled by its curvature.
 
-The mode of log p(X, T^-1(zeta)) + log|det J| in zeta-space is found by L-BFGS
-(``optax.lbfgs`` with its zoom line search, at most ``max_steps`` iterations), as
+The mode of log p(X, T^-1(zeta)) + log|det J| in zeta-space is found by L-BFGS, as
 Pathfinder (Zhang, Carpenter, Gelman & Vehtari 2022, JMLR 23) starts its variational
 search. With H the Hessian there:
 
@@ -10,15 +9,25 @@ search. With H the Hessian there:
   N(m, Lambda^-1) has mean m and variances 1 / Lambda_kk; Bishop 2006, Section 10.1.2);
 - full-rank: mu = mode, L = cholesky((-H)^-1), the Laplace approximation itself.
 
-The Hessian is formed exactly (``jax.hessian``) for K <= ``hessian_max_dim``; above that
-the scales stay at 1 (omega = 0) and only the mean moves to the mode. The start is refused
-(``ok`` False, and the caller falls back to its usual start) when the curvature is not
-negative on every coordinate, or when the point L-BFGS reached is more than
-:data:`MODE_SD_TOL` of the Laplace standard deviation from the mode along some coordinate
-(|g_k| / sqrt(-H_kk), a scale-free test: a raw gradient norm is not, and fails on
-ill-conditioned posteriors in float32). A mode that runs off to a boundary, as in a
-hierarchical funnel where the density grows without bound as a scale goes to 0, fails both.
-Above ``hessian_max_dim`` the test is L-BFGS's own: ||grad|| <= GRAD_RTOL max(1, |log p|).
+The L-BFGS iterations run on the host in float64 (SciPy's L-BFGS-B, Byrd, Lu, Nocedal &
+Zhu 1995, through ``scipy.optimize.minimize``); only the log density's value and gradient
+(and the Hessian) are compiled. An L-BFGS compiled into XLA (``optax.lbfgs``) cost 2-4 s
+of compilation even on an eight-parameter model, more than the whole fit, and its float32
+iterates could not reach the mode of a posterior whose scales span 1e-3..1e4.
+
+The search runs in :data:`LAPLACE_STAGES` stages; each after the first works in coordinates
+whitened by the curvature where the previous one ended (zeta = zeta_prev + C u with
+C C^T = (-H)^-1 from its Cholesky factor, or the diagonal 1 / sqrt(-H_kk) where -H is not
+positive definite), in which a Gaussian posterior is N(0, I), and stops when every gradient
+coordinate is below MODE_SD_TOL / 10 there. The Hessian is formed exactly (``jax.hessian``)
+for K <= ``hessian_max_dim``; above that the scales stay at 1 (omega = 0), there is one
+stage, and only the mean moves to the mode. The start is refused (``ok`` False, and the
+caller falls back to its usual start) when -H is not positive definite, or when the Newton
+step (-H)^-1 grad is larger than :data:`MODE_SD_TOL` Laplace standard deviations
+(sqrt((-H)^-1_kk)) along some coordinate (scale-free, unlike a raw gradient norm). A mode
+that runs off to a boundary, as in a hierarchical funnel where the density grows without
+bound as a scale goes to 0, fails both. Above ``hessian_max_dim`` the test is
+||grad|| <= GRAD_RTOL max(1, |log p|).
 """
 
 from __future__ import annotations
@@ -28,158 +37,211 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
+import numpy as np
+import scipy.linalg
+import scipy.optimize
 from jax import Array
 
 from .families import Family, FullRankParams, MeanFieldParams
 
 LAPLACE_MAX_STEPS = 1000
-"""L-BFGS iterations allowed for the mode (each one gradient plus a line search). The
-mixture of Figure 1 (a Dirichlet(10,000) weight makes it stiff) needs about 400."""
+"""L-BFGS iterations allowed for the mode, over all stages. The mixture of Figure 1 (a
+Dirichlet(10,000) weight makes it stiff) needs about 400."""
 
 HESSIAN_MAX_DIM = 2000
 """Largest K whose Hessian is formed for the initial scales (K^2 floats, K gradients)."""
 
 GRAD_RTOL = 1e-3
-"""L-BFGS stops when ||grad|| <= GRAD_RTOL * max(1, |log p|)."""
+"""The first stage stops when ||grad|| <= GRAD_RTOL * max(1, |log p|)."""
 
 LAPLACE_STAGES = 2
-"""L-BFGS restarts, each preconditioned by the curvature where the last ended."""
+"""L-BFGS runs, each after the first whitened by the curvature where the last ended."""
 
 MODE_SD_TOL = 0.1
-"""The mode is accepted when every |g_k| / sqrt(-H_kk) (a Newton step in Laplace standard
-deviations) is below this."""
+"""The mode is accepted when the Newton step |((-H)^-1 g)_k| is below this many Laplace
+standard deviations sqrt((-H)^-1_kk) on every coordinate."""
 
 
 class LaplaceStart(NamedTuple):
-    """What :func:`laplace_start` returns (all JAX arrays).
+    """What :func:`laplace_start` returns.
 
     Attributes:
-        params: the family's parameters at the Laplace start (valid only where ``ok``).
-        ok: () bool, True when the mode was found and its curvature is usable.
-        steps: () int32, L-BFGS iterations used.
-        grad_norm: () float, ||grad log p|| at the returned point.
+        params: the family's parameters at the Laplace start (valid only where ``ok``), in
+            the dtype of ``zeta0``.
+        ok: bool, True when the mode was found and its curvature is usable.
+        steps: int, L-BFGS iterations used.
+        grad_norm: float, ||grad log p|| at the returned point.
     """
 
     params: Any
-    ok: Array
-    steps: Array
-    grad_norm: Array
+    ok: bool
+    steps: int
+    grad_norm: float
+
+
+class LogDensityFunctions(NamedTuple):
+    """The compiled pieces the Laplace start calls, each taking the data as an argument.
+
+    Attributes:
+        value_and_grad: ``(zeta (K,), data) -> (log p (), grad (K,))``.
+        precision: ``(zeta (K,), data) -> -Hessian (K, K)``, or None (no curvature used).
+    """
+
+    value_and_grad: Callable[[Array, Any], tuple[Array, Array]]
+    precision: Callable[[Array, Any], Array] | None
+
+
+def log_density_functions(log_density: Callable[[Array, Any], Array], dim: int,
+                          hessian_max_dim: int = HESSIAN_MAX_DIM) -> LogDensityFunctions:
+    """Jitted :class:`LogDensityFunctions` of ``log_density(zeta, data) -> ()`` (not yet
+    compiled: the first call, or ``.lower(...).compile()``, compiles them)."""
+    precision = None
+    if dim <= hessian_max_dim:
+        precision = jax.jit(lambda zeta, data: -jax.hessian(log_density)(zeta, data))
+    return LogDensityFunctions(jax.jit(jax.value_and_grad(log_density)), precision)
 
 
 def find_mode(
-    log_density: Callable[[Array], Array],
-    zeta0: Array,
+    value_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    zeta0: np.ndarray,
     max_steps: int = LAPLACE_MAX_STEPS,
-    abs_tol: float | Array = 0.0,
-) -> tuple[Array, Array, Array, Array]:
-    """Maximise ``log_density`` (zeta (K,) -> ()) by L-BFGS from ``zeta0``.
+    abs_tol: float = 0.0,
+) -> tuple[np.ndarray, bool, int]:
+    """Maximise a log density by L-BFGS (SciPy's L-BFGS-B, no bounds) from ``zeta0``.
 
-    Stops when ||grad|| <= GRAD_RTOL max(1, |log p|), or, where ``abs_tol`` > 0, when
-    max_k |grad_k| <= ``abs_tol`` instead (for coordinates scaled to unit curvature).
-
-    Returns:
-        (zeta (K,), converged () bool, steps () int32, grad_norm () float).
-    """
-    solver = optax.lbfgs()
-
-    def loss(zeta: Array) -> Array:
-        return -log_density(zeta)
-
-    value_and_grad = optax.value_and_grad_from_state(loss)
-
-    def small_grad(grad: Array, value: Array) -> Array:
-        relative = optax.tree.norm(grad) <= GRAD_RTOL * jnp.maximum(1.0, jnp.abs(value))
-        absolute = jnp.max(jnp.abs(grad)) <= abs_tol
-        return jnp.where(abs_tol > 0, absolute, relative)
-
-    def small(state: Any) -> Array:
-        return small_grad(optax.tree.get(state, "grad"), optax.tree.get(state, "value"))
-
-    def cond(carry: tuple[Array, Any, Array]) -> Array:
-        zeta, state, k = carry
-        finite = jnp.all(jnp.isfinite(zeta))
-        return (k == 0) | ((k < max_steps) & finite & ~small(state))
-
-    def body(carry: tuple[Array, Any, Array]) -> tuple[Array, Any, Array]:
-        zeta, state, k = carry
-        value, grad = value_and_grad(zeta, state=state)
-        updates, state = solver.update(
-            grad, state, zeta, value=value, grad=grad, value_fn=loss
-        )
-        return optax.apply_updates(zeta, updates), state, k + 1
-
-    start = (zeta0, solver.init(zeta0), jnp.zeros((), jnp.int32))
-    zeta, state, steps = jax.lax.while_loop(cond, body, start)
-    value, grad = jax.value_and_grad(loss)(zeta)
-    converged = jnp.all(jnp.isfinite(zeta)) & jnp.isfinite(value) & small_grad(grad, value)
-    return zeta, converged, steps, optax.tree.norm(grad)
-
-
-def _staged_mode(log_density: Callable[[Array], Array], zeta0: Array, max_steps: int
-                 ) -> tuple[Array, Array, Array]:
-    """L-BFGS in :data:`LAPLACE_STAGES` stages, each in coordinates scaled by the curvature
-    the previous stage ended at (a Jacobi preconditioner; the first stage unscaled, stopping
-    on the relative gradient norm; the later ones stopping when every gradient coordinate is
-    below MODE_SD_TOL / 2, i.e. a Newton step of at most that many standard deviations): in
-    float32 L-BFGS cannot reach the mode of a posterior whose scales span 1e-3..1e4 unscaled.
+    Args:
+        value_and_grad: ``zeta (K,) float64 -> (log p, grad (K,))`` on the host.
+        zeta0: (K,) starting point.
+        max_steps: iteration bound.
+        abs_tol: > 0: stop when max_k |grad_k| <= abs_tol; 0: when ||grad|| <=
+            GRAD_RTOL max(1, |log p|).
 
     Returns:
-        (mode (K,), precision -H (K, K) there, total L-BFGS steps).
+        (zeta (K,) float64, converged (the gradient test holds there), iterations).
+        Non-finite values end the search at the last finite point.
     """
+    best = {"zeta": np.asarray(zeta0, np.float64), "value": -np.inf}
 
-    def stage(index: Array, carry: tuple[Array, Array, Array]) -> tuple[Array, Array, Array]:
-        zeta, precision, steps = carry
-        diag = jnp.diagonal(precision)
-        scale = jnp.where(jnp.isfinite(diag) & (diag > 0), jax.lax.rsqrt(diag), 1.0)
-        abs_tol = jnp.where(index > 0, MODE_SD_TOL / 2, 0.0)  # scaled stages: in sds
-        shift, _, used, _ = find_mode(lambda u: log_density(zeta + scale * u),
-                                      jnp.zeros_like(zeta), max_steps // LAPLACE_STAGES,
-                                      abs_tol)
-        zeta = zeta + scale * shift
-        return zeta, -jax.hessian(log_density)(zeta), steps + used
+    def loss(zeta: np.ndarray) -> tuple[float, np.ndarray]:
+        value, grad = value_and_grad(zeta)
+        value, grad = float(value), np.asarray(grad, np.float64)
+        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+            return np.inf, np.zeros_like(zeta)
+        if value > best["value"]:
+            best.update(zeta=zeta.copy(), value=value, grad=grad)
+        return -value, -grad
 
-    start = (zeta0, jnp.eye(zeta0.shape[-1], dtype=zeta0.dtype), jnp.zeros((), jnp.int32))
-    return jax.lax.fori_loop(0, LAPLACE_STAGES, stage, start)
+    def small(grad: np.ndarray, value: float) -> bool:
+        if abs_tol > 0:
+            return bool(np.max(np.abs(grad)) <= abs_tol)
+        return bool(np.linalg.norm(grad) <= GRAD_RTOL * max(1.0, abs(value)))
+
+    def stop(intermediate_result: scipy.optimize.OptimizeResult) -> None:
+        if "grad" in best and small(best["grad"], best["value"]):
+            raise StopIteration
+
+    out = scipy.optimize.minimize(
+        loss, best["zeta"], jac=True, method="L-BFGS-B", callback=stop,
+        options={"maxiter": max_steps, "gtol": 0.0, "ftol": 0.0, "maxls": 40},
+    )
+    if "grad" not in best:
+        return best["zeta"], False, int(out.nit)
+    return best["zeta"], small(best["grad"], best["value"]), int(out.nit)
+
+
+def _host(fn: Callable, data: Any, dtype: Any) -> Callable[[np.ndarray], Any]:
+    return lambda zeta: fn(jnp.asarray(zeta, dtype), data)
+
+
+def _whitening(precision: np.ndarray | None, dim: int) -> tuple[np.ndarray, bool]:
+    """C with C C^T = precision^-1 (from its Cholesky factor), and whether precision is
+    positive definite; else the diagonal scaling 1 / sqrt(precision_kk) where positive (the
+    identity where precision is missing or not finite)."""
+    if precision is None or not np.all(np.isfinite(precision)):
+        return np.eye(dim), False
+    try:
+        chol = np.linalg.cholesky(precision)
+        return scipy.linalg.solve_triangular(chol, np.eye(dim), lower=True).T, True
+    except np.linalg.LinAlgError:
+        diag = np.diagonal(precision)
+        return np.diag(np.where(np.isfinite(diag) & (diag > 0), 1 / np.sqrt(np.abs(diag)), 1.0)
+                       ), False
+
+
+def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: Any,
+                 max_steps: int) -> tuple[np.ndarray, np.ndarray | None, int]:
+    """The stages of the module docstring: (mode (K,), -H there or None, total steps)."""
+    value_and_grad = _host(fns.value_and_grad, data, dtype)
+    zeta, precision, steps = np.asarray(zeta0, np.float64), None, 0
+    stages = LAPLACE_STAGES if fns.precision is not None else 1
+    for stage in range(stages):
+        whiten, _ = _whitening(precision, zeta.size)
+
+        def whitened(u: np.ndarray, base: np.ndarray = zeta, whiten: np.ndarray = whiten
+                     ) -> Any:
+            value, grad = value_and_grad(base + whiten @ u)
+            with np.errstate(all="ignore"):  # non-finite draws end the search in find_mode
+                return value, whiten.T @ np.asarray(grad, np.float64)
+
+        shift, _, used = find_mode(whitened, np.zeros_like(zeta), max_steps // stages,
+                                   MODE_SD_TOL / 10 if stage > 0 else 0.0)
+        zeta, steps = zeta + whiten @ shift, steps + used
+        if fns.precision is not None:
+            precision = np.asarray(fns.precision(jnp.asarray(zeta, dtype), data), np.float64)
+            precision = 0.5 * (precision + precision.T)
+    return zeta, precision, steps
+
+
+def _newton_sd(precision: np.ndarray, grad: np.ndarray) -> tuple[bool, np.ndarray]:
+    """Whether precision is positive definite, and |Newton step_k| / Laplace sd_k."""
+    whiten, definite = _whitening(precision, grad.size)
+    if not definite:
+        return False, np.full(grad.shape, np.inf)
+    cov = whiten @ whiten.T
+    with np.errstate(all="ignore"):
+        return True, np.abs(cov @ grad) / np.sqrt(np.diagonal(cov))
 
 
 def laplace_start(
-    log_density: Callable[[Array], Array],
+    fns: LogDensityFunctions,
     family: Family,
     zeta0: Array,
+    data: Any = None,
     *,
     max_steps: int = LAPLACE_MAX_STEPS,
-    hessian_max_dim: int = HESSIAN_MAX_DIM,
 ) -> LaplaceStart:
-    """The Laplace start of the module docstring (jit-compatible).
+    """The Laplace start of the module docstring (runs on the host; not jit-compatible).
 
     Args:
-        log_density: ``zeta (K,) -> ()``, the target's log density (with its Jacobian).
+        fns: the target's :func:`log_density_functions` (``precision`` None: mean only).
         family: the variational family whose parameters to build.
-        zeta0: (K,) float, where L-BFGS starts.
+        zeta0: (K,) float, where L-BFGS starts; its dtype is the parameters' dtype.
+        data: the second argument of ``fns``' functions (the model's arrays).
         max_steps: L-BFGS iteration bound (over all stages).
-        hessian_max_dim: above this K the scales are left at 1.
 
     Returns:
         :class:`LaplaceStart`.
     """
-    dim = zeta0.shape[-1]
-    if dim > hessian_max_dim:
-        mode, converged, steps, grad_norm = find_mode(log_density, zeta0, max_steps)
+    dtype = jnp.asarray(zeta0).dtype
+    mode, precision, steps = _staged_mode(fns, np.asarray(zeta0), data, dtype, max_steps)
+    value, grad = (np.asarray(a, np.float64)
+                   for a in fns.value_and_grad(jnp.asarray(mode, dtype), data))
+    grad_norm = float(np.linalg.norm(grad))
+    dim = mode.shape[-1]
+    mu = jnp.asarray(mode, dtype)
+    if precision is None:
+        ok = bool(np.all(np.isfinite(grad)) and grad_norm <= GRAD_RTOL * max(1.0, abs(value)))
         if family.name == "fullrank":
-            return LaplaceStart(FullRankParams(mode, jnp.eye(dim)), converged, steps, grad_norm)
-        return LaplaceStart(MeanFieldParams(mode, jnp.zeros_like(mode)), converged, steps,
-                            grad_norm)
-    mode, precision, steps = _staged_mode(log_density, zeta0, max_steps)
-    grad = jax.grad(log_density)(mode)
-    diag = jnp.diagonal(precision)
-    curved = jnp.all(jnp.isfinite(diag) & (diag > 0))
-    newton_sd = jnp.abs(grad) / jnp.sqrt(jnp.where(diag > 0, diag, 1.0))
-    ok = curved & jnp.all(jnp.isfinite(newton_sd)) & (jnp.max(newton_sd) < MODE_SD_TOL)
-    grad_norm = jnp.linalg.norm(grad)
-    omega = -0.5 * jnp.log(jnp.where(diag > 0, diag, 1.0))
+            return LaplaceStart(FullRankParams(mu, jnp.eye(dim, dtype=dtype)), ok, steps,
+                                grad_norm)
+        return LaplaceStart(MeanFieldParams(mu, jnp.zeros(dim, dtype)), ok, steps, grad_norm)
+    definite, newton_sd = _newton_sd(precision, grad)
+    ok = definite and bool(np.all(np.isfinite(newton_sd)) and newton_sd.max() < MODE_SD_TOL)
+    diag = np.diagonal(precision)
+    omega = -0.5 * np.log(np.where(diag > 0, diag, 1.0))
     if family.name == "fullrank":
-        L = jnp.linalg.cholesky(jnp.linalg.inv(precision))
-        L = jnp.where(jnp.all(jnp.isfinite(L)), L, jnp.diag(jnp.exp(omega)))
-        return LaplaceStart(FullRankParams(mode, L), ok, steps, grad_norm)
-    return LaplaceStart(MeanFieldParams(mode, omega), ok, steps, grad_norm)
+        whiten, _ = _whitening(precision, dim)
+        scale = np.linalg.cholesky(whiten @ whiten.T) if definite else np.diag(np.exp(omega))
+        return LaplaceStart(FullRankParams(mu, jnp.asarray(scale, dtype)), ok, steps,
+                            grad_norm)
+    return LaplaceStart(MeanFieldParams(mu, jnp.asarray(omega, dtype)), ok, steps, grad_norm)

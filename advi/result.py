@@ -12,7 +12,7 @@ import numpy as np
 from jax import Array
 
 from .diagnostics import pareto_khat
-from .families import Family
+from .families import Family, standard_normal
 
 
 class Approximation(NamedTuple):
@@ -49,7 +49,7 @@ class Approximation(NamedTuple):
 
 @functools.partial(jax.jit, static_argnums=(0, 3))
 def _draw_zeta(transform: Callable, params: Any, rng_key: Array, num_samples: int) -> Array:
-    eps = jax.random.normal(rng_key, (num_samples, params.mu.shape[-1]), params.mu.dtype)
+    eps = standard_normal(rng_key, (num_samples, params.mu.shape[-1]), params.mu.dtype)
     return transform(params, eps)
 
 
@@ -66,7 +66,7 @@ def _sampler(cache_key: Any, family: Family, constrain_fn: Callable) -> Callable
 
     @functools.partial(jax.jit, static_argnums=2)
     def sample(params: Any, rng_key: Array, num_samples: int, data: Any) -> dict[str, Array]:
-        eps = jax.random.normal(rng_key, (num_samples, params.mu.shape[-1]), params.mu.dtype)
+        eps = standard_normal(rng_key, (num_samples, params.mu.shape[-1]), params.mu.dtype)
         zeta = family.transform(params, eps)
         return jax.vmap(constrain_fn, in_axes=(0, None))(zeta, data)
 

@@ -1,0 +1,73 @@
+"""The Laplace start: the mode and curvature of a known Gaussian, a funnel refused, the
+gradient-only path above hessian_max_dim."""
+
+import jax.numpy as jnp
+import numpy as np
+
+import advi
+
+
+def _gaussian(scales: np.ndarray, corr: float, seed: int = 0):
+    """log N(z; m, Sigma) with correlation ``corr`` and standard deviations ``scales``."""
+    rng = np.random.default_rng(seed)
+    dim = scales.size
+    cov = (corr * np.ones((dim, dim)) + (1 - corr) * np.eye(dim)) * np.outer(scales, scales)
+    mean = rng.normal(size=dim) * scales * 3
+    precision = np.linalg.inv(cov)
+
+    def log_density(zeta, data):
+        m, p = data
+        d = zeta - m
+        return -0.5 * d @ p @ d
+
+    data = (jnp.asarray(mean, jnp.float32), jnp.asarray(precision, jnp.float32))
+    return log_density, data, mean, cov, precision
+
+
+def test_mode_and_meanfield_scales_of_an_ill_conditioned_gaussian():
+    # standard deviations 1e-3..1e3, correlation 0.9: in zeta-space the L-BFGS must reach the
+    # mode to a small fraction of each coordinate's sd
+    scales = np.array([1e-3, 1e-1, 1.0, 1e2, 1e3])
+    log_density, data, mean, cov, precision = _gaussian(scales, 0.9)
+    fns = advi.log_density_functions(log_density, scales.size)
+    start = advi.laplace_start(fns, advi.MEANFIELD, jnp.zeros(scales.size), data)
+    assert start.ok
+    sd = np.sqrt(np.diag(cov))
+    assert np.max(np.abs(np.asarray(start.params.mu) - mean) / sd) < 0.1
+    # mean-field optimum of a Gaussian: sigma_k = 1 / sqrt(Lambda_kk)
+    np.testing.assert_allclose(np.exp(np.asarray(start.params.omega)),
+                               1 / np.sqrt(np.diag(precision)), rtol=1e-3)
+
+
+def test_fullrank_start_is_the_laplace_approximation():
+    scales = np.array([0.5, 2.0, 1.0])
+    log_density, data, mean, cov, _ = _gaussian(scales, 0.6, seed=1)
+    fns = advi.log_density_functions(log_density, scales.size)
+    start = advi.laplace_start(fns, advi.FULLRANK, jnp.zeros(scales.size), data)
+    assert start.ok and start.steps > 0
+    L = np.asarray(start.params.L)
+    np.testing.assert_allclose(L @ L.T, cov, rtol=1e-3, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(start.params.mu), mean, atol=1e-3)
+
+
+def test_a_funnel_has_no_usable_mode():
+    # a funnel with a flat prior on the log scale v (as a centred hierarchical model's
+    # group scale): log p grows without bound as v goes to -inf with x at 0
+    def log_density(zeta, data):
+        v, x = zeta[0], zeta[1:]
+        return -jnp.sum(0.5 * x**2 * jnp.exp(-v) + 0.5 * v)
+
+    fns = advi.log_density_functions(log_density, 10)
+    start = advi.laplace_start(fns, advi.MEANFIELD, jnp.ones(10), None)
+    assert not start.ok
+
+
+def test_above_hessian_max_dim_only_the_mean_moves():
+    scales = np.array([1.0, 2.0, 0.5, 3.0])
+    log_density, data, mean, *_ = _gaussian(scales, 0.3, seed=2)
+    fns = advi.log_density_functions(log_density, scales.size, hessian_max_dim=2)
+    assert fns.precision is None
+    start = advi.laplace_start(fns, advi.MEANFIELD, jnp.zeros(scales.size), data)
+    assert start.ok
+    np.testing.assert_allclose(np.asarray(start.params.mu), mean, atol=0.05)
+    assert np.all(np.asarray(start.params.omega) == 0)
