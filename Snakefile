@@ -25,5 +25,6 @@ rule all:
     input:
         figures=figure_files(),
         summaries=summary_files(),
+        summary_pages=summary_pages(),
         report=REPORT_FILES,
     default_target: True

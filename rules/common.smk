@@ -57,6 +57,10 @@ def summary_files():
     return expand(SUMMARY, experiment=EXPERIMENTS)
 
 
+def summary_pages():
+    return expand(SUMMARY_PAGE, experiment=EXPERIMENTS)
+
+
 def run_job(wildcards):
     """The planned run of a fit job's wildcards."""
     return RUNS[(wildcards.experiment, wildcards.method, wildcards.seed)]

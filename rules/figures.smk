@@ -50,6 +50,8 @@ rule plot_accuracy:
         methods=lambda wildcards: experiment_of(wildcards).methods,
         title=lambda wildcards: experiment_of(wildcards).title,
         claim=lambda wildcards: experiment_of(wildcards).claim,
+        reference=lambda wildcards: experiment_of(wildcards).reference_method,
+        tolerance=TOLERANCE,
         experiment=lambda wildcards: experiment_of(wildcards).name,
     script:
         "../scripts/plot_accuracy.py"

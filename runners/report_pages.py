@@ -36,7 +36,8 @@ h1 { font-size: 1.35em; margin: 0 0 .4em; }
 h2 { font-size: 1.1em; margin: 1.2em 0 .3em; }
 p { max-width: 75em; margin: .3em 0 .6em; }
 table { border-collapse: collapse; width: 100%; }
-th, td { border: 1px solid #ccc; padding: .3em .5em; text-align: left; vertical-align: top; }
+th, td { border: 1px solid #ccc; padding: .3em .5em; text-align: left; vertical-align: top;
+         overflow-wrap: break-word; }
 th { background: #eef1f5; position: sticky; top: 0; }
 tr:nth-child(even) td { background: #fafafa; }
 td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
@@ -103,16 +104,18 @@ def data_lines(infos: Sequence[Mapping[str, Any]]) -> list[str]:
     for info in infos:
         data = info.get("data", {})
         sizes = ", ".join(f"{k} = {v}" for k, v in data_sizes([info]).items())
-        line = f"{data.get('description') or 'Data: ' + str(data.get('path'))} Sizes: {sizes}."
+        described = data.get("description") or f"Data: {data.get('path')}."
+        line = f"{described} Sizes: {sizes}."
         if line not in lines:
             lines.append(line)
     return lines
 
 
 def html_table(table: pd.DataFrame) -> str:
-    """``table`` as an HTML table: numbers right-aligned with four significant digits,
-    missing values as ``n/a``, every cell's text escaped."""
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
+    """``table`` as an HTML table: headers with spaces for underscores (so that they wrap),
+    numbers right-aligned with four significant digits, missing values as ``n/a``, every
+    cell's text escaped."""
+    head = "".join(f"<th>{html.escape(str(c).replace('_', ' '))}</th>" for c in table.columns)
     body = []
     for row in table.itertuples(index=False):
         cells = []

@@ -89,7 +89,9 @@ def main() -> None:
              "<b>not run</b>, where no experiment of this run tests the claim. The criteria "
              "and how times are measured: the caption beside this page."]
     with atomic_open(output.page) as f:
-        f.write(html_page("Reproduction of the paper's claims", about, table))
+        shown = table.assign(claim=table["claim"] + " (" + table["figure"] + ")")
+        f.write(html_page("Reproduction of the paper's claims", about,
+                          shown.drop(columns="figure")))
     logging.info("claims:\n%s", table[["claim", "experiment", "held", "verdict"]].to_string())
 
 

@@ -8,8 +8,8 @@ Usage::
 
 Each view is the landing page (``landing``) or a result of the report, named by the end of
 its path (``runs.html``, ``claims.html``, ``summaries/gmm.html``, ``fig4a_linreg_ard.png``),
-opened as a click on it does: the result in the main panel, its caption and job parameters
-in the sidebar. Writes ``<view>_<width>x<height>.png`` per view and window size. Needs
+opened as a click on it in the menu does: the result in the main panel, its category's
+list in the sidebar. Writes ``<view>_<width>x<height>.png`` per view and window size. Needs
 Chromium (Debian: ``apt-get install chromium``), found as ``chromium``,
 ``chromium-browser`` or ``google-chrome`` on the PATH, or given with ``--chromium``.
 """
@@ -36,8 +36,11 @@ OPEN_RESULT = """<script>
 setTimeout(function () {{
   var key = Object.keys(results).find(function (k) {{ return k.endsWith({suffix}); }});
   if (key === undefined) {{ document.title = "no result " + {suffix}; return; }}
-  new ToggleViewManager(app).handleSelectedResult(key);
-  app.showResultInfo(key);
+  var category = Object.keys(categories).find(function (c) {{
+    return Object.values(categories[c]).some(function (paths) {{ return paths.includes(key); }});
+  }});
+  app.showCategory(category);
+  setTimeout(function () {{ new ToggleViewManager(app).handleSelectedResult(key); }}, 300);
 }}, 300);
 </script>"""
 
@@ -52,7 +55,8 @@ def page_for(report: str, view: str) -> str:
     if view == "landing":
         return report
     script = OPEN_RESULT.format(suffix=json.dumps(view))
-    return report.replace("</body>", script + "</body>", 1)
+    head, tail = report.rsplit("</body>", 1)  # the last: embedded scripts contain the tag too
+    return head + script + "</body>" + tail
 
 
 def screenshot(chromium: str, html_file: Path, out: Path, size: str) -> None:

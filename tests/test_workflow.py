@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from PIL import Image
 
 from runners.figures import fill_title
 from runners.paths import REPO_ROOT
@@ -19,6 +20,7 @@ from runners.summary import read_traces
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 import plot_accuracy  # noqa: E402
+import screenshot_report  # noqa: E402
 from test_workflow_figures import assert_readable  # noqa: E402
 
 PAPER_METHODS = ("advi_M1", "advi_M10", "advi_robust_M1", "nuts", "hmc")
@@ -36,6 +38,7 @@ EXPERIMENTS = {  # experiment: (accuracy figure, methods in the experiment's ord
 FACTORS = {"gamma_poisson_nmf": "fig5c_gamma_poisson_factors",
            "dirichlet_exponential_nmf": "fig5d_dirichlet_exponential_factors"}
 RUNS = [(e, m) for e, (_, methods, _) in EXPERIMENTS.items() for m in methods]
+HEADER_RGB = (0xEE, 0xF1, 0xF5)  # th's background in runners/report_pages.py
 ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
 
 
@@ -179,7 +182,7 @@ def test_the_report_builds_with_the_measured_numbers_in_the_captions(report):
     assert html.count("seconds_to_1pct_of_nuts") >= 5  # the captions' tables
     assert "seconds_to_1pct_of_advi_M1_B1000" in html
     assert "ADVI gets there fastest" in html  # the paper's claim for Figure 4b
-    assert "simulated stand-in for the imageCLEF" in html  # Figure 1's data, said
+    assert "simulated stand-in for the imageCLEF" in " ".join(html.replace("\\n", " ").split())
     assert "Gamma Poisson Factors" in html
 
 
@@ -196,3 +199,15 @@ def test_a_sweep_through_the_workflow_plans_distinct_runs(tmp_path):
     for method in ("advi_M1", "advi_M10"):
         assert f"results/runs/linreg_ard/{method}/seed0/trace.csv" in result.stdout
     assert "/nuts/" not in result.stdout
+
+
+@pytest.mark.skipif(screenshot_report.find_chromium() is None, reason="no Chromium installed")
+@pytest.mark.parametrize("size", screenshot_report.SIZES)
+def test_the_claims_table_spans_the_main_panel_in_a_browser(report, tmp_path, size):
+    (shot,) = screenshot_report.screenshots(report, tmp_path, sizes=[size],
+                                            views=["claims.html"])
+    pixels = np.asarray(Image.open(shot).convert("RGB"))
+    header = np.all(pixels == HEADER_RGB, axis=2)  # the table's header row background
+    columns = np.flatnonzero(header.any(axis=0))
+    assert len(columns), "no table header in the screenshot"
+    assert columns[-1] - columns[0] > 0.5 * pixels.shape[1]  # not squeezed into a sidebar
