@@ -75,7 +75,7 @@ def plot(traces: pd.DataFrame, *, title: str, methods: Sequence[str]) -> plt.Fig
     ax.set_ylim(bottom, top)
     ax.set_xlabel("Seconds")
     ax.set_ylabel("Average Log Predictive")
-    ax.set_title(title)
+    ax.set_title(title, fontsize="medium")  # long titles stay within the axes
     fig.legend(loc="outside right upper", frameon=False, fontsize="small")
     return fig
 
