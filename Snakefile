@@ -1,7 +1,7 @@
 # Reproduces the ADVI paper's experiments end to end:
 #   snakemake --cores all                       (paper scale)
 #   snakemake --cores all --config scale=smoke  (minutes)
-#   snakemake --report results/report.html      (after either)
+#   snakemake --report results/report.html      (after either, with the same --config)
 # What runs is composed from the Hydra config in conf/ (runners/workflow.py).
 from snakemake.utils import min_version
 
@@ -25,5 +25,6 @@ rule all:
     input:
         figures=figure_files(),
         summaries=summary_files(),
+        summary_pages=summary_pages(),
         report=REPORT_FILES,
     default_target: True

@@ -29,6 +29,7 @@ SIMULATED = simulated_data_dir(RESULTS, "{dataset}") / "{stem}.npz"
 FETCHED = fetched_data_dir(RESULTS, "{dataset}")
 IMAGECLEF = imageclef_data_dir(RESULTS) / "{stem}.npy"
 SUMMARY = f"{RESULTS}/summaries/{{experiment}}.csv"
+SUMMARY_PAGE = f"{RESULTS}/summaries/{{experiment}}.html"
 FIGURE = f"{RESULTS}/figures/{{figure}}"
 # "Close to the reference": within this fraction of its final heldout_lpd (summary, caption).
 TOLERANCE = 0.01
@@ -56,6 +57,10 @@ def summary_files():
     return expand(SUMMARY, experiment=EXPERIMENTS)
 
 
+def summary_pages():
+    return expand(SUMMARY_PAGE, experiment=EXPERIMENTS)
+
+
 def run_job(wildcards):
     """The planned run of a fit job's wildcards."""
     return RUNS[(wildcards.experiment, wildcards.method, wildcards.seed)]
@@ -81,10 +86,6 @@ def experiment_traces(wildcards):
 def experiment_infos(wildcards):
     """The info.json of the experiment's planned runs."""
     return experiment_of(wildcards).infos
-
-
-def experiment_summary(wildcards):
-    return SUMMARY.format(experiment=experiment_of(wildcards).name)
 
 
 def data_job(output):

@@ -1,5 +1,6 @@
 # Per experiment: a summary table (final accuracy, seconds to reach the reference method's
-# final accuracy) and the accuracy-against-time figure, whose report caption includes it;
+# final accuracy; as CSV and as a full-width report page) and the accuracy-against-time
+# figure;
 # for the factorisation models also the factors of one run as images (Figures 5c, 5d).
 # Scripts read their declared inputs only: the planned runs of this configuration, never
 # whatever else lies under results/runs/.
@@ -10,13 +11,21 @@ rule summarise:
         traces=experiment_traces,
         infos=experiment_infos,
     output:
-        SUMMARY,
+        table=SUMMARY,
+        page=report(
+            SUMMARY_PAGE,
+            caption="../report/summary.rst",
+            category="Summary tables",
+            labels={"experiment": "{experiment}"},
+        ),
     log:
         f"{RESULTS}/logs/summarise/{{experiment}}.log",
     params:
         methods=lambda wildcards: experiment_of(wildcards).methods,
         reference=lambda wildcards: experiment_of(wildcards).reference_method,
         tolerance=TOLERANCE,
+        title=lambda wildcards: experiment_of(wildcards).title,
+        experiment=lambda wildcards: wildcards.experiment,
     script:
         "../scripts/summarise.py"
 
@@ -26,7 +35,7 @@ rule plot_accuracy:
         figure=one_of(FIGURES),
     input:
         traces=experiment_traces,
-        summary=experiment_summary,
+        infos=experiment_infos,
     output:
         png=report(
             f"{FIGURE}.png",
@@ -43,8 +52,7 @@ rule plot_accuracy:
         claim=lambda wildcards: experiment_of(wildcards).claim,
         reference=lambda wildcards: experiment_of(wildcards).reference_method,
         tolerance=TOLERANCE,
-        data_description=lambda wildcards: experiment_of(wildcards).data_description,
-        checkpoints=lambda wildcards: experiment_of(wildcards).checkpoints,
+        experiment=lambda wildcards: experiment_of(wildcards).name,
     script:
         "../scripts/plot_accuracy.py"
 

@@ -1,7 +1,8 @@
 # The report beyond the accuracy figures: Figure 3 (E0, the transformation), each model's
-# NumPyro source beside its figure (the paper's Figure 2 and appendix code), and the
-# reproduction table (claims.csv: each claim of the paper, what this run measured, whether
-# it held here; criteria in runners/claims.py).
+# NumPyro source beside its figure (the paper's Figure 2 and appendix code), the
+# reproduction table (claims.csv and its page claims.html: each claim of the paper, what
+# this run measured, whether it held here; criteria in runners/claims.py), and the page of
+# the runs shown (runs.html: scale, seeds, scoring, data sizes, from their info.json).
 import importlib.util
 import shutil
 
@@ -10,6 +11,8 @@ from models import MODEL_NAMES
 FIG3 = f"{RESULTS}/figures/fig3_transformations"
 MODEL_PAGE = f"{RESULTS}/models/{{model}}.html"
 CLAIMS = f"{RESULTS}/claims.csv"
+CLAIMS_PAGE = f"{RESULTS}/claims.html"
+RUNS_PAGE = f"{RESULTS}/runs.html"
 # Plate diagrams need the graphviz package and Graphviz's dot program; without them the
 # model pages show the source only, and their caption says so.
 GRAPHVIZ = importlib.util.find_spec("graphviz") is not None and shutil.which("dot") is not None
@@ -29,8 +32,10 @@ for _experiment in PLAN.experiments:
     MODEL_USES.setdefault(_experiment.model, []).append(_experiment.figure)
 # The info.json of every planned run (beside its trace).
 RUN_INFOS = [run.info for run in PLAN.runs]
-# rule all: Figure 3, the pages of the models in use, and the reproduction table.
-REPORT_FILES = [f"{FIG3}.png", f"{FIG3}.pdf", CLAIMS, *expand(MODEL_PAGE, model=MODEL_USES)]
+# rule all: Figure 3, the pages of the models in use, the reproduction table and the page
+# of the runs.
+REPORT_FILES = [f"{FIG3}.png", f"{FIG3}.pdf", CLAIMS, CLAIMS_PAGE, RUNS_PAGE,
+                *expand(MODEL_PAGE, model=MODEL_USES)]
 
 
 rule fig3_transformations:
@@ -76,18 +81,27 @@ rule claims:
         infos=RUN_INFOS,
         transformation=f"{FIG3}_fit.csv",
     output:
-        report(
-            CLAIMS,
+        table=CLAIMS,
+        page=report(
+            CLAIMS_PAGE,
             caption="../report/claims.rst",
             category="Reproduction of the paper's claims",
         ),
     log:
         f"{RESULTS}/logs/claims.log",
     params:
-        experiments={
-            name: {"summary": SUMMARY.format(experiment=name), "reference": e.reference_method}
-            for name, e in EXPERIMENTS.items()
-        },
+        references=", ".join(f"{name}: {e.reference_method}" for name, e in EXPERIMENTS.items()),
         tolerance=TOLERANCE,
     script:
         "../scripts/claims.py"
+
+
+rule runs_page:
+    input:
+        infos=RUN_INFOS,
+    output:
+        report(RUNS_PAGE, caption="../report/runs.rst", category="Runs of this report"),
+    log:
+        f"{RESULTS}/logs/runs_page.log",
+    script:
+        "../scripts/runs_page.py"

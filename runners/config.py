@@ -170,7 +170,9 @@ class ExperimentConfig:
         model_args: the model's keyword hyperparameters, bound to it for every method (e.g.
             ``{K: 10}``); empty: the model's defaults.
         figure: file stem of its figure under ``results/figures`` (e.g. ``fig4a_linreg_ard``).
-        title: the figure's title (the paper's panel caption).
+        title: the figure's title (the paper's panel caption); ``{n_train}``-style fields
+            are filled with the data sizes the plotted runs recorded in their info.json
+            (``runners.figures.fill_title``), so a smoke run's title gives its own sizes.
         claim: the paper's claim, quoted in the report's caption.
         data: where the data come from.
         methods: the methods compared, each a list of Hydra overrides

@@ -14,7 +14,7 @@ import models
 
 from .advi_runner import run_advi
 from .config import AdviConfig, Config
-from .data import load_problem, prepare_data
+from .data import describe_data, load_problem, prepare_data
 from .files import partial_path, staged_dir, write_json
 from .interrupt import Interrupted, StopRequest, stop_on_signals
 from .mcmc_runner import run_mcmc
@@ -76,7 +76,8 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
                 "label": run.method.label(), "seed": run.seed}
     info = {**identity, "scale": run.scale.name, "budget_s": run.budget_s}
     about = {"model_args": dict(run.experiment.model_args),
-             "data": {"path": str(path), "image_dir": run.data.image_dir, **problem.meta},
+             "data": {"path": str(path), "image_dir": run.data.image_dir,
+                      "description": describe_data(run), **problem.meta},
              "config": resolved_config, "environment": environment()}
     with stop_on_signals() as stop, staged_dir(out) as work:
         trace = TraceWriter(work / "trace.csv", identity=identity)

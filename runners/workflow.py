@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from .config import AdviConfig, Config, register, to_run
-from .data import data_path, describe_data, heldout_rows
+from .config import Config, register, to_run
+from .data import data_path, heldout_rows
 from .paths import REPO_ROOT, run_dir
 
 CONF_DIR = REPO_ROOT / "conf"
@@ -78,13 +78,16 @@ class FactorsPlan(NamedTuple):
     image_shape: tuple[int, int]
     posterior_mean: str
 
+    def __str__(self) -> str:
+        """One line for the report's job parameters (which print parameters with str)."""
+        return (f"{self.site} of {self.label} (seed {self.seed}) as {self.image_shape[0]} x "
+                f"{self.image_shape[1]} images, from {self.posterior_mean}")
+
 
 class ExperimentPlan(NamedTuple):
-    """An experiment's runs and what its figures and captions need.
+    """An experiment's runs and what its figures and captions need (what the runs *did*,
+    their scale, scoring and data, the report reads from their info.json).
 
-    ``data_description`` says where the data come from (simulated stand-in or real images
-    for E5 and E6); ``checkpoints`` how each method is scored (S draws, checkpoint spacing)
-    and when ADVI stops;
     ``factors`` is None without a factors figure or when its run is not planned.
     """
 
@@ -95,8 +98,6 @@ class ExperimentPlan(NamedTuple):
     claim: str
     reference_method: str | None
     runs: tuple[RunJob, ...]
-    data_description: str = ""
-    checkpoints: str = ""
     factors: FactorsPlan | None = None
 
     @property
@@ -170,20 +171,6 @@ def _data_job(run: Config) -> DataJob:
     )
 
 
-def _checkpoint_setting(run: Config) -> str:
-    """How a method is scored and when ADVI stops, e.g. ``S = 1000 draws from q every 100
-    iterations, until the relative ELBO change is below 0.01 or 10000 iterations``."""
-    method = run.method
-    if isinstance(method, AdviConfig):
-        o = method.resolved()
-        rule = (f"the relative ELBO change is below {o['tol_rel_obj']:g}"
-                if o["stop"] == "relative_elbo" else "the iterates are stationary (split R-hat "
-                "< 1.1; the result is their average over the stationary window)")
-        return (f"S = {method.eval_draws} draws from q every {method.checkpoint_every} "
-                f"iterations, until {rule} or {o['max_iter']} iterations")
-    return f"every {method.checkpoint_every} transitions"
-
-
 def _factors_plan(first: Config, runs: dict[str, RunJob], labels: dict[str, str]
                   ) -> FactorsPlan | None:
     factors = first.experiment.factors
@@ -208,7 +195,6 @@ def _experiment_plan(
     base = [f"experiment={experiment}", f"scale={scale}"]
     runs: dict[str, RunJob] = {}
     data: list[DataJob] = []
-    settings: dict[str, list[str]] = {}
     labels: dict[str, str] = {}
     first: Config | None = None
     for extra in expand_sweeps(overrides):
@@ -222,8 +208,6 @@ def _experiment_plan(
             run = to_run(compose("config", choice))
             first = first or run
             data.append(_data_job(run))
-            if run.method.run_name() not in labels:
-                settings.setdefault(_checkpoint_setting(run), []).append(run.method.label())
             labels[run.method.run_name()] = run.method.label()
             for seed in seeds:
                 out = run_dir(run.results_dir, run.experiment.name, run.method.run_name(), seed)
@@ -251,9 +235,6 @@ def _experiment_plan(
         claim=first.experiment.claim,
         reference_method=first.experiment.reference_method,
         runs=tuple(runs.values()),
-        data_description=describe_data(first),
-        checkpoints="; ".join(f"{', '.join(methods)}: {setting}"
-                              for setting, methods in settings.items()) + ".",
         factors=_factors_plan(first, runs, labels),
     )
     return plan, data, first.results_dir

@@ -1,9 +1,11 @@
-"""Snakemake script: the reproduction table ``results/claims.csv`` (rules/report.smk).
+"""Snakemake script: the reproduction table ``results/claims.csv`` and its report page
+``results/claims.html`` (rules/report.smk).
 
-One row per claim of the paper (PAPER.md, E0 to E6): the numbers this run measured, whether
-the claim held here and why (criteria: ``runners.claims``). Reads the experiments' summary
-tables, their runs' ``info.json`` (model, minibatching, data origin) and Figure 3's fit;
-claims no planned experiment tests are listed as not run.
+One row per claim of the paper (its experiments E0 to E6): the numbers this run measured,
+whether the claim held here and why (criteria: ``runners.claims``). Reads the experiments'
+summary tables, their runs' ``info.json`` (model, minibatching, data origin, scale) and
+Figure 3's fit; claims no planned experiment tests are listed as not run. The page says at
+which scale the runs ran (``runners.report_pages.scale_note``).
 
 Run by Snakemake, or ``build`` from Python (tests).
 """
@@ -21,6 +23,7 @@ import pandas as pd
 
 from runners.claims import ExperimentResult, claims_table, experiment_facts
 from runners.files import atomic_open
+from runners.report_pages import html_page, scale_note
 
 
 def build(
@@ -59,14 +62,36 @@ def build(
     return claims_table(fit, results)
 
 
+def experiments_of(summaries: Sequence[str], references: str) -> dict[str, dict[str, Any]]:
+    """``build``'s experiments from the rule's summaries (``<experiment>.csv``) and its
+    ``references`` parameter, ``"<experiment>: <reference method or None>, ..."``."""
+    by_name = {Path(path).stem: path for path in summaries}
+    experiments = {}
+    for item in references.split(", "):
+        name, reference = item.split(": ")
+        experiments[name] = {"summary": by_name[name],
+                             "reference": None if reference == "None" else reference}
+    return experiments
+
+
 def main() -> None:
-    """Reads the inputs named by the rule and writes ``snakemake.output[0]``."""
+    """Reads the inputs named by the rule and writes ``output.table`` (CSV) and
+    ``output.page`` (HTML)."""
     logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
-    params, inputs = snakemake.params, snakemake.input  # noqa: F821
-    table = build(params.experiments, inputs.infos, inputs.transformation,
-                  tolerance=params.tolerance)
-    with atomic_open(snakemake.output[0]) as f:  # noqa: F821
+    params, inputs, output = snakemake.params, snakemake.input, snakemake.output  # noqa: F821
+    table = build(experiments_of(inputs.summaries, params.references), inputs.infos,
+                  inputs.transformation, tolerance=params.tolerance)
+    with atomic_open(output.table) as f:
         table.to_csv(f, index=False)
+    infos = [json.loads(Path(path).read_text()) for path in inputs.infos]
+    about = [scale_note(infos), "held: <b>yes</b>; <b>no</b>, with the part that failed in "
+             "verdict; <b>cannot tell</b>, where a method the criterion compares was not run; "
+             "<b>not run</b>, where no experiment of this run tests the claim. The criteria "
+             "and how times are measured: the caption beside this page."]
+    with atomic_open(output.page) as f:
+        shown = table.assign(claim=table["claim"] + " (" + table["figure"] + ")")
+        f.write(html_page("Reproduction of the paper's claims", about,
+                          shown.drop(columns="figure")))
     logging.info("claims:\n%s", table[["claim", "experiment", "held", "verdict"]].to_string())
 
 

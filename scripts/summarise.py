@@ -1,25 +1,49 @@
 """Snakemake script: an experiment's summary table from its traces (rules/figures.smk).
 
-Reads exactly the rule's inputs: ``traces`` and ``infos`` (how each run ended) of the
-experiment's planned runs. Columns: see ``runners.summary.summary_table``; the report's
-caption includes the table.
+Reads exactly the rule's inputs: ``traces`` and ``infos`` (how each run ended, its scale,
+scoring and data) of the experiment's planned runs. Writes the table as CSV (columns: see
+``runners.summary.summary_table``) and as the report's full-width page, which also says at
+which scale the runs ran, how each method was scored and on which data, all from the runs'
+``info.json`` (``runners.report_pages``).
 """
 
+import json
 import logging
+from pathlib import Path
 
+from runners.figures import fill_title
 from runners.files import atomic_open
+from runners.report_pages import data_lines, draws_setting, html_page, scale_note
 from runners.summary import read_endings, read_traces, summary_table
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
-params, inputs = snakemake.params, snakemake.input  # noqa: F821
-table = summary_table(
-    read_traces(inputs.traces),
-    reference=params.reference,
-    tolerance=params.tolerance,
-    preferred=params.methods,
-    endings=read_endings(inputs.infos),
-)
-with atomic_open(snakemake.output[0]) as f:  # noqa: F821
-    table.to_csv(f, index=False, float_format="%.4g", na_rep="n/a")
-logging.info("summary of %d traces (%s):\n%s", len(inputs.traces), ", ".join(inputs.traces),
-             table.to_string(index=False))
+
+def scoring_lines(infos: list[dict]) -> list[str]:
+    """One line per method: its label and how its runs were scored (``draws_setting``)."""
+    settings: dict[str, str] = {}
+    for info in infos:
+        settings.setdefault(info["label"], draws_setting(info))
+    return [f"{label}: {setting}." for label, setting in settings.items()]
+
+
+def main() -> None:
+    """Reads the rule's inputs; writes ``output.table`` (CSV) and ``output.page`` (HTML)."""
+    logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+    params, inputs, output = snakemake.params, snakemake.input, snakemake.output  # noqa: F821
+    table = summary_table(read_traces(inputs.traces), reference=params.reference,
+                          tolerance=params.tolerance, preferred=params.methods,
+                          endings=read_endings(inputs.infos))
+    with atomic_open(output.table) as f:
+        table.to_csv(f, index=False, float_format="%.4g", na_rep="n/a")
+    infos = [json.loads(Path(path).read_text()) for path in inputs.infos]
+    seeds = sorted({info["seed"] for info in infos})
+    about = [scale_note(infos), f"Seeds: {', '.join(map(str, seeds))}.", *data_lines(infos),
+             "Scoring: " + " ".join(scoring_lines(infos))]
+    title = f"{fill_title(params.title, infos)}: summary ({params.experiment})"
+    with atomic_open(output.page) as f:
+        f.write(html_page(title, about, table))
+    logging.info("summary of %d traces (%s):\n%s", len(inputs.traces), ", ".join(inputs.traces),
+                 table.to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -161,8 +161,6 @@ def test_a_sweep_in_an_experiments_method_list_gives_one_run_per_minibatch_size(
     (e6,) = plan.experiments
     assert e6.methods == ["advi_M1_B50", "advi_M1_B100", "advi_M1_B500", "advi_M1_B1000"]
     assert e6.reference_method == "advi_M1_B1000"
-    assert "S = 100 draws from q every 500 iterations" in e6.checkpoints
-    assert "simulated stand-in" in e6.data_description
     (job,) = plan.data.values()
     assert job.kwargs == {"num_train": 250_000, "num_heldout": 10_000} and job.image_dir is None
 
@@ -194,9 +192,6 @@ def test_the_factor_figures_draw_the_first_seed_of_advi_and_vanish_without_it():
 def test_image_dir_switches_the_mixture_experiments_to_real_images_only(tmp_path):
     plan = plan_workflow(experiments=["linreg_ard", "gmm"], scale="smoke", seeds=[0],
                          overrides=[f"data.image_dir={tmp_path}"])
-    linreg, e5 = plan.experiments
-    assert "real images" in e5.data_description and str(tmp_path) in e5.data_description
-    assert "simulated" in linreg.data_description
     jobs = {job.source: job for job in plan.data.values()}
     assert jobs["imageclef"].image_dir == str(tmp_path) and jobs["simulate"].image_dir is None
     assert jobs["imageclef"].path.endswith("_heldout200.npy")

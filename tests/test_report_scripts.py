@@ -161,3 +161,12 @@ def test_captions_render_as_snakemake_renders_them(tmp_path, scale, diagram):
         assert "{{" not in body and "{%" not in body
         if caption != "models":
             assert "<table" in body and "0.87" in body
+
+
+def test_the_claims_rule_pairs_each_summary_with_its_reference():
+    experiments = load_script("claims").experiments_of(
+        ["results/summaries/linreg_ard.csv", "results/summaries/gmm_minibatch.csv"],
+        "linreg_ard: nuts, gmm_minibatch: None")
+    assert experiments == {
+        "linreg_ard": {"summary": "results/summaries/linreg_ard.csv", "reference": "nuts"},
+        "gmm_minibatch": {"summary": "results/summaries/gmm_minibatch.csv", "reference": None}}

@@ -105,5 +105,6 @@ def test_a_run_on_real_images_records_them(tmp_path, image_dir):
     out = execute(run, OmegaConf.to_container(cfg, resolve=True))
     info = json.loads((out / "info.json").read_text())
     assert info["data"]["image_dir"] == str(image_dir) and info["data"]["dim"] == 576
+    assert info["data"]["description"] == describe_data(run)  # what the report says
     assert info["data"]["path"].endswith(f"_heldout{NUM_HELDOUT}.npy")
     assert np.isfinite(info["final_heldout_lpd"])

@@ -1,14 +1,27 @@
 """The whole workflow at scale=smoke, in a temporary working directory, from real runs."""
 
+import base64
 import json
 import os
+import re
 import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
+from PIL import Image
 
+from runners.figures import fill_title
 from runners.paths import REPO_ROOT
+from runners.summary import read_traces
+
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
+sys.path.insert(0, str(REPO_ROOT / "tests"))
+import plot_accuracy  # noqa: E402
+import screenshot_report  # noqa: E402
+from test_workflow_figures import assert_readable  # noqa: E402
 
 PAPER_METHODS = ("advi_M1", "advi_M10", "advi_robust_M1", "nuts", "hmc")
 LINREG_METHODS = (*PAPER_METHODS, "hmc_init-advi")
@@ -25,6 +38,7 @@ EXPERIMENTS = {  # experiment: (accuracy figure, methods in the experiment's ord
 FACTORS = {"gamma_poisson_nmf": "fig5c_gamma_poisson_factors",
            "dirichlet_exponential_nmf": "fig5d_dirichlet_exponential_factors"}
 RUNS = [(e, m) for e, (_, methods, _) in EXPERIMENTS.items() for m in methods]
+HEADER_RGB = (0xEE, 0xF1, 0xF5)  # th's background in runners/report_pages.py
 ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
 
 
@@ -43,6 +57,12 @@ def smoke(tmp_path_factory):
     result = snakemake(workdir, "--cores", "2", "--set-threads", "fit=1")
     assert result.returncode == 0, result.stderr[-3000:]
     return workdir
+
+
+def conf_title(experiment):
+    """The experiment's title template (conf/experiment/<experiment>.yaml)."""
+    return yaml.safe_load((REPO_ROOT / "conf" / "experiment" / f"{experiment}.yaml")
+                          .read_text())["title"]
 
 
 def run_folder(workdir, experiment, method):
@@ -110,14 +130,59 @@ def test_the_mixture_experiments_share_one_memory_mapped_data_file(smoke):
         assert info["model_args"]["K"] == 30 and info["data"]["n_train"] == 2000
 
 
-def test_the_report_builds_with_the_measured_numbers_in_the_captions(smoke):
+@pytest.fixture(scope="module")
+def report(smoke):
+    """The report of the smoke run, made as the README says (the workflow's --config)."""
     result = snakemake(smoke, "--report", "results/report.html")
     assert result.returncode == 0, result.stderr[-3000:]
-    html = (smoke / "results" / "report.html").read_text()
+    assert "Missing metadata" not in result.stderr + result.stdout
+    return smoke / "results" / "report.html"
+
+
+def embedded_pages(report_html):
+    """The report's HTML results, decoded: {path: text}."""
+    results = json.loads(re.search(r"var results = (\{.*?\});\n", report_html, re.S).group(1))
+    return {path: base64.b64decode(entry["data_uri"].split(",", 1)[1]).decode()
+            for path, entry in results.items() if entry["data_uri"].startswith("data:text/html")}
+
+
+def test_the_report_says_the_runs_are_smoke_runs_from_their_info_json(report):
+    pages = embedded_pages(report.read_text())
+    runs = next(text for path, text in pages.items() if path.endswith("runs.html"))
+    assert "<b>smoke</b> scale" in runs and "<b>paper</b>" not in runs
+    assert "S = 100 draws from q every 500 iterations" in runs  # E6's scoring, recorded
+    assert "n_train 2,000" in runs  # E6's data size at smoke scale
+    for name in ("claims.html", "summaries/gmm_minibatch.html"):
+        page = next(text for path, text in pages.items() if path.endswith(name))
+        assert "<b>smoke</b> scale" in page and "<table>" in page
+    summary = next(text for path, text in pages.items() if path.endswith("gmm.html"))
+    assert "Subset of 100 images" in summary  # E5's smoke size, not the paper's 1000
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_the_accuracy_figures_are_readable_on_the_smoke_traces(smoke, experiment):
+    figure, methods, _ = EXPERIMENTS[experiment]
+    traces = read_traces([run_folder(smoke, experiment, m) / "trace.csv" for m in methods])
+    infos = [json.loads((run_folder(smoke, experiment, m) / "info.json").read_text())
+             for m in methods]
+    title = fill_title(conf_title(experiment), infos)
+    fig = plot_accuracy.plot(traces, title=title, methods=list(methods))
+    sizes = {"gmm": "Subset of 100 images", "gmm_minibatch": "Full dataset of 2,000 images"}
+    assert_readable(fig, sizes.get(experiment, title))
+    bottom = fig.axes[0].get_ylim()[0]
+    for method in methods:  # HMC far below is printed, not drawn: the rest stay apart
+        final = traces[traces["method"] == method].sort_values("iteration")["heldout_lpd"].iloc[-1]
+        if final < bottom:
+            labels = [t.get_text() for t in fig.legends[0].get_texts()]
+            assert any(f"final {final:.4g}, below the axis" in label for label in labels)
+
+
+def test_the_report_builds_with_the_measured_numbers_in_the_captions(report):
+    html = report.read_text()
     assert html.count("seconds_to_1pct_of_nuts") >= 5  # the captions' tables
     assert "seconds_to_1pct_of_advi_M1_B1000" in html
     assert "ADVI gets there fastest" in html  # the paper's claim for Figure 4b
-    assert "simulated stand-in for the imageCLEF" in html  # Figure 1's data, said
+    assert "simulated stand-in for the imageCLEF" in " ".join(html.replace("\\n", " ").split())
     assert "Gamma Poisson Factors" in html
 
 
@@ -134,3 +199,15 @@ def test_a_sweep_through_the_workflow_plans_distinct_runs(tmp_path):
     for method in ("advi_M1", "advi_M10"):
         assert f"results/runs/linreg_ard/{method}/seed0/trace.csv" in result.stdout
     assert "/nuts/" not in result.stdout
+
+
+@pytest.mark.skipif(screenshot_report.find_chromium() is None, reason="no Chromium installed")
+@pytest.mark.parametrize("size", screenshot_report.SIZES)
+def test_the_claims_table_spans_the_main_panel_in_a_browser(report, tmp_path, size):
+    (shot,) = screenshot_report.screenshots(report, tmp_path, sizes=[size],
+                                            views=["claims.html"])
+    pixels = np.asarray(Image.open(shot).convert("RGB"))
+    header = np.all(pixels == HEADER_RGB, axis=2)  # the table's header row background
+    columns = np.flatnonzero(header.any(axis=0))
+    assert len(columns), "no table header in the screenshot"
+    assert columns[-1] - columns[0] > 0.5 * pixels.shape[1]  # not squeezed into a sidebar

@@ -46,3 +46,122 @@ def test_the_script_draws_a_posterior_mean_file_to_png_and_pdf(tmp_path):
                               "gamma"], capture_output=True, text=True, timeout=120,
                              env=ENV)
     assert missing.returncode != 0 and "has no site 'gamma'" in missing.stderr
+
+
+# ---- the accuracy figures (scripts/plot_accuracy.py, runners/figures.py) ----------------------
+
+import pandas as pd  # noqa: E402
+
+from runners.figures import fill_title, split_off_axis, time_ticks  # noqa: E402
+from runners.summary import final_rows, mean_curves  # noqa: E402
+
+plot_accuracy = pytest.importorskip("plot_accuracy")
+
+
+def labelled_x_ticks(ax):
+    """The major x tick labels drawn inside the axis range."""
+    low, high = ax.get_xlim()
+    return [t.get_text() for t, v in zip(ax.get_xticklabels(), ax.get_xticks(), strict=True)
+            if low <= v <= high and t.get_text()]
+
+
+def legend_overlaps_data(fig, ax):
+    """Whether any line, drawn as its points and the segments between them, passes through
+    the legend's box (display units)."""
+    fig.canvas.draw()
+    legend = fig.legends[0] if fig.legends else ax.get_legend()
+    box = legend.get_window_extent()
+    for line in ax.get_lines():
+        points = line.get_transform().transform(line.get_xydata())
+        if len(points) > 1:  # 50 points along each segment
+            t = np.linspace(0, 1, 50)[:, None, None]
+            points = (points[:-1] * (1 - t) + points[1:] * t).reshape(-1, 2)
+        x, y = points.T if len(points) else ([], [])
+        x, y = np.asarray(x), np.asarray(y)
+        if ((box.x0 <= x) & (x <= box.x1) & (box.y0 <= y) & (y <= box.y1)).any():
+            return True
+    return False
+
+
+def assert_readable(fig, title_part):
+    """The properties every accuracy figure must have (issue 11): >= 3 labelled time ticks,
+    a legend off the data, a title naming the data used."""
+    ax = fig.axes[0]
+    assert len(labelled_x_ticks(ax)) >= 3, labelled_x_ticks(ax)
+    assert not legend_overlaps_data(fig, ax)
+    assert title_part in ax.get_title()
+
+
+def trace(method, label, seconds, lpd, seed=0):
+    return pd.DataFrame({"experiment": "e", "method": method, "label": label, "seed": seed,
+                         "iteration": range(1, len(seconds) + 1), "wall_s": seconds,
+                         "heldout_lpd": lpd})
+
+
+@pytest.mark.parametrize(("low", "high"), [(0.3, 0.9), (1.2, 8.5), (0.05, 300), (2.0, 2.9),
+                                           (4.0, 4.2)])
+def test_a_time_axis_gets_at_least_three_ticks_inside_its_range(low, high):
+    ticks = time_ticks(low, high)
+    assert len(ticks) >= 3 and all(low <= t <= high for t in ticks)
+    assert ticks == sorted(set(ticks))
+
+
+def test_decades_are_kept_when_they_give_three_ticks():
+    assert time_ticks(0.05, 300) == [0.1, 1.0, 10.0, 100.0]
+    assert time_ticks(1.2, 8.5) == [2.0, 3.0, 5.0, 7.0]  # 1-2-5 gives two only
+
+
+def test_a_bad_time_range_is_refused_with_its_numbers():
+    with pytest.raises(ValueError, match=r"\[0, 5\]"):
+        time_ticks(0, 5)
+
+
+def test_a_method_far_below_the_rest_is_left_off_the_axis():
+    traces = pd.concat([trace("advi", "ADVI", [1, 2, 4], [-6.0, -5.0, -4.8]),
+                        trace("nuts", "NUTS", [3, 30, 300], [-5.2, -4.6, -4.5]),
+                        trace("hmc", "HMC", [50, 100], [-36.0, -35.7])])
+    on, off = split_off_axis(mean_curves(traces), final_rows(traces))
+    assert on == ["advi", "nuts"] and off == ["hmc"]
+
+
+def test_close_methods_all_stay_on_the_axis():
+    traces = pd.concat([trace("advi", "ADVI", [1, 2], [-0.70, -0.636]),
+                        trace("nuts", "NUTS", [3, 60], [-0.9, -0.638])])
+    assert split_off_axis(mean_curves(traces), final_rows(traces)) == (["advi", "nuts"], [])
+
+
+def test_a_title_gets_the_data_sizes_the_runs_recorded():
+    infos = [{"data": {"n_train": 2000, "n_heldout": 200, "path": "x"}}]
+    assert fill_title("Full dataset of {n_train} images", infos) == "Full dataset of 2,000 images"
+    assert fill_title("Linear Regression with ARD", infos) == "Linear Regression with ARD"
+    with pytest.raises(ValueError, match=r"no \['num_frames'\].*'n_heldout', 'n_train'"):
+        fill_title("{num_frames} frames", infos)
+
+
+def test_hmc_far_below_is_printed_and_advi_against_nuts_fills_the_axis():
+    traces = pd.concat([trace("advi_M1", "ADVI (M=1)", [0.5, 1, 2, 4], [-9, -6.0, -5.0, -4.8]),
+                        trace("nuts", "NUTS", [3, 30, 300], [-5.2, -4.6, -4.5]),
+                        trace("hmc", "HMC", [50, 100], [-36.0, -35.7])])
+    fig = plot_accuracy.plot(traces, title="Gamma Poisson", methods=["advi_M1", "nuts", "hmc"])
+    ax = fig.axes[0]
+    bottom, top = ax.get_ylim()
+    assert bottom > -7 and top > -4.5  # ADVI's -4.8 and NUTS's -4.5 apart, HMC off the axis
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "HMC (final -35.7, below the axis)" in labels
+    assert_readable(fig, "Gamma Poisson")
+
+
+def test_the_legend_check_sees_a_legend_over_the_data():
+    traces = trace("advi", "ADVI", [1, 2, 4, 8], [-2.0, -1.5, -1.2, -1.1])
+    fig = plot_accuracy.plot(traces, title="t", methods=[])
+    fig.legends.clear()
+    ax = fig.axes[0]
+    ax.legend(loc="center", bbox_to_anchor=(3, -1.3), bbox_transform=ax.transData)  # on the line
+    assert legend_overlaps_data(fig, ax)
+
+
+def test_a_curve_inside_one_decade_gets_labelled_ticks():
+    traces = pd.concat([trace(f"advi_B{b}", f"B={b}", [1.5 + i, 2.5 + i, 3.3 + i],
+                              [-820, -818.5, -818.2]) for i, b in enumerate((50, 100, 500))])
+    fig = plot_accuracy.plot(traces, title="Full dataset of 2,000 images", methods=[])
+    assert_readable(fig, "2,000 images")

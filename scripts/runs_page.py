@@ -1,0 +1,30 @@
+"""Snakemake script: the report's page of the runs it shows (rules/report.smk).
+
+Reads the ``info.json`` of every planned run (the rule's inputs) and writes one row per
+experiment and method: seeds, scale, budget, data sizes, scoring, how it ended
+(``runners.report_pages.runs_table``), under a note on what the runs' scale means.
+"""
+
+import json
+import logging
+from pathlib import Path
+
+from runners.files import atomic_open
+from runners.report_pages import html_page, runs_table, scale_note
+
+
+def main() -> None:
+    """Reads ``input.infos``; writes ``output[0]`` (HTML)."""
+    logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+    infos = [json.loads(Path(p).read_text()) for p in snakemake.input.infos]  # noqa: F821
+    table = runs_table(infos)
+    about = [scale_note(infos), "One row per experiment and method, read from the runs' "
+             "own info.json (scoring: what each checkpoint scores; final_heldout_lpd: nats "
+             "per held-out observation, the mean over seeds)."]
+    with atomic_open(snakemake.output[0]) as f:  # noqa: F821
+        f.write(html_page("Runs of this report", about, table))
+    logging.info("%d runs:\n%s", len(infos), table.to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
