@@ -188,13 +188,13 @@ def fit(
         elbo_samples=o["elbo_samples"], init=o["init"], laplace=o["start"] == "laplace",
         precondition=o["precondition"], moments=o["stop"] == "rhat",
     ), opt)
-    (adapt_key, run_key, elbo_key), state0, start_info = compiled.setup(rng_key)
     compile_s = time.perf_counter() - start
-    if o["start"] == "laplace":
-        logger.info("start: %s after %d L-BFGS steps (%.2f s with compilation)",
-                    "Laplace" if bool(start_info.laplace) else "random (no usable mode)",
-                    int(start_info.steps), compile_s)
     start = time.perf_counter()
+    (adapt_key, run_key, elbo_key), state0, start_info = compiled.setup(rng_key)
+    if o["start"] == "laplace":
+        logger.info("start: %s after %d L-BFGS steps (%.2f s)",
+                    "Laplace" if bool(start_info.laplace) else "random (no usable mode)",
+                    int(start_info.steps), time.perf_counter() - start)
     eta, eta_adapted = o["eta"], o["eta"] is None
     if eta_adapted:
         eta = _adapt_eta(compiled, state0, adapt_key, o["adapt_iter"])

@@ -139,9 +139,10 @@ class ADVIResult:
             "stopped by checkpoint".
         num_iterations: optimisation iterations run (eta search not counted).
         elbo_history: :class:`ELBOHistory`.
-        wall_s: seconds of optimisation (eta search included), excluding compilation and the
-            time spent in the checkpoint hook.
-        adapt_s: seconds of the eta search (part of ``wall_s``).
+        wall_s: seconds of optimisation (the start's L-BFGS and the eta search included),
+            excluding compilation and the time spent in the checkpoint hook.
+        adapt_s: seconds before the main loop: the start (the Laplace start's L-BFGS) and
+            the eta search (part of ``wall_s``).
         compile_s: seconds spent compiling, not part of ``wall_s``.
         khat_log_weights: (khat_samples,) log p(zeta_s) - log q(zeta_s) for draws from the
             final q, or None (minibatch fits, whose log p is a minibatch estimate, or
