@@ -19,12 +19,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 import advi
+
+from .paths import run_dir
 
 
 def _check(obj: object, name: str, ok: Callable[[Any], bool], requirement: str) -> None:
@@ -419,6 +422,12 @@ class Config:
     def __post_init__(self) -> None:
         _check(self, "budget_s", _positive, "a positive number of seconds")
         _check(self, "seed", lambda v: v >= 0, "an integer >= 0")
+
+    def run_dir(self, seed: int | None = None) -> Path:
+        """The run's folder (:func:`runners.paths.run_dir`); ``seed``: another seed's run
+        of the same configuration (default: this run's seed)."""
+        return run_dir(self.results_dir, self.scale.name, self.experiment.name,
+                       self.method.run_name(), self.seed if seed is None else seed)
 
     def experiment_scale(self) -> ExperimentScale:
         """The experiment's settings at this run's scale."""

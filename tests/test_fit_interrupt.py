@@ -46,7 +46,7 @@ def interrupted(tmp_path_factory):
     """A finished run, then a rerun of it interrupted with SIGINT after its first checkpoint:
     (the run's folder, its files before the rerun, the rerun's exit status, its output)."""
     results = tmp_path_factory.mktemp("interrupt") / "results"
-    folder = run_dir(results, "linreg_ard", "advi_M1", 0)
+    folder = run_dir(results, "smoke", "linreg_ard", "advi_M1", 0)
     first = fit(results)
     output = first.communicate(timeout=300)[0]
     assert first.returncode == 0, output[-3000:]
@@ -91,10 +91,10 @@ def test_a_fit_whose_workflow_is_killed_stops_and_keeps_its_run(tmp_path):
                str(tmp_path), "--cores", "1", "--config", "scale=smoke", "seeds=[0]",
                "experiments=[linreg_ard]",
                f"overrides={json.dumps(['method=advi', *LONG])}",
-               "--", "results/runs/linreg_ard/advi_M1/seed0/trace.csv"]
+               "--", "results/runs/smoke/linreg_ard/advi_M1/seed0/trace.csv"]
     workflow = subprocess.Popen(command, cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-    folder = run_dir(tmp_path / "results", "linreg_ard", "advi_M1", 0)
+    folder = run_dir(tmp_path / "results", "smoke", "linreg_ard", "advi_M1", 0)
     wait_for_checkpoint(folder, workflow, timeout=300)
     workflow.kill()
     workflow.wait()

@@ -46,7 +46,7 @@ def smoke(tmp_path_factory):
 
 
 def run_folder(workdir, experiment, method):
-    return workdir / "results" / "runs" / experiment / method / "seed0"
+    return workdir / "results" / "runs" / "smoke" / experiment / method / "seed0"
 
 
 @pytest.mark.parametrize(("experiment", "method"), RUNS)
@@ -68,7 +68,7 @@ def test_every_run_leaves_a_trace_a_posterior_mean_and_an_info_json(smoke, exper
         assert "elbo" in trace.columns and isinstance(info["converged"], bool)
     else:
         assert {"divergences", "accept_rate", "stop_reason"} <= set(info)
-    assert "iteration" in (smoke / "results" / "logs" / "fit" / experiment / method
+    assert "iteration" in (smoke / "results" / "logs" / "fit" / "smoke" / experiment / method
                            / "seed0.log").read_text()
 
 
@@ -132,5 +132,5 @@ def test_a_sweep_through_the_workflow_plans_distinct_runs(tmp_path):
                        'overrides=["method=advi","method.grad_samples=1,10"]', timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     for method in ("advi_M1", "advi_M10"):
-        assert f"results/runs/linreg_ard/{method}/seed0/trace.csv" in result.stdout
+        assert f"results/runs/smoke/linreg_ard/{method}/seed0/trace.csv" in result.stdout
     assert "/nuts/" not in result.stdout
