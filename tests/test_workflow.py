@@ -28,17 +28,19 @@ RUNS = [(e, m) for e, (_, methods, _) in EXPERIMENTS.items() for m in methods]
 ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
 
 
-def snakemake(workdir, *args, timeout=900):
+def snakemake(workdir, *args, config=(), timeout=900, env=ENV):
+    """Snakemake at smoke scale, seed 0, plus ``config`` (one --config: a second would
+    replace the first)."""
     command = ["snakemake", "--snakefile", str(REPO_ROOT / "Snakefile"), "--directory",
-               str(workdir), "--config", "scale=smoke", "seeds=[0]", *args]
-    return subprocess.run(command, cwd=workdir, env=ENV, capture_output=True, text=True,
+               str(workdir), "--config", "scale=smoke", "seeds=[0]", *config, *args]
+    return subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
+def smoke(tmp_path_factory, real_data):
     """Runs the workflow once, every default experiment (2 fits at a time: smoke timings
-    need not be clean)."""
+    need not be clean); skips without the real data sets (offline, no mirror)."""
     workdir = tmp_path_factory.mktemp("workflow")
     result = snakemake(workdir, "--cores", "2", "--set-threads", "fit=1")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -128,9 +130,25 @@ def test_a_second_invocation_redoes_nothing(smoke):
 
 
 def test_a_sweep_through_the_workflow_plans_distinct_runs(tmp_path):
-    result = snakemake(tmp_path, "--dry-run", "--config", "experiments=[linreg_ard]",
-                       'overrides=["method=advi","method.grad_samples=1,10"]', timeout=120)
+    result = snakemake(tmp_path, "--dry-run", timeout=120, config=[
+        "experiments=[linreg_ard]", 'overrides=["method=advi","method.grad_samples=1,10"]'])
     assert result.returncode == 0, result.stderr[-3000:]
     for method in ("advi_M1", "advi_M10"):
         assert f"results/runs/smoke/linreg_ard/{method}/seed0/trace.csv" in result.stdout
     assert "/nuts/" not in result.stdout
+
+
+def test_offline_the_fetch_jobs_log_holds_the_error_naming_mirror_dir(tmp_path):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    proxy = "http://127.0.0.1:9"  # nothing listens there: every download fails at once
+    offline = {**ENV, "http_proxy": proxy, "https_proxy": proxy, "no_proxy": "",
+               "NO_PROXY": ""}
+    result = snakemake(tmp_path, "--cores", "1", "--", "results/data/fetched/election88",
+                       config=["experiments=[election88]", f'overrides=["mirror_dir={mirror}"]'],
+                       timeout=120, env=offline)
+    assert result.returncode != 0
+    log = (tmp_path / "results" / "logs" / "fetch_data" / "election88.log").read_text()
+    assert f"the mirror (mirror_dir) {mirror}/election88 lacks election88_full.csv" in log
+    assert "could not download election88.data.json" in log
+    assert "set mirror_dir to a folder that holds election88/" in log
