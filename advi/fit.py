@@ -183,6 +183,7 @@ def fit(
     opt = get_optimizer(o["optimizer"])
     checkpoint_every = o["checkpoint_every"] or o["eval_elbo"]
     start = time.perf_counter()
+    logger.info("compiling the start, iteration and ELBO functions ...")
     compiled = CompiledADVI(target, Options(
         family=get_family(o["family"]), optimizer=o["optimizer"], grad_samples=o["grad_samples"],
         elbo_samples=o["elbo_samples"], init=o["init"], laplace=o["start"] == "laplace",
@@ -190,6 +191,7 @@ def fit(
     ), opt)
     (adapt_key, run_key, elbo_key), state0, start_info = compiled.setup(rng_key)
     compile_s = time.perf_counter() - start
+    logger.info("compiled in %.1f s", compile_s)
     if o["start"] == "laplace":
         logger.info("start: %s after %d L-BFGS steps (%.2f s with compilation)",
                     "Laplace" if bool(start_info.laplace) else "random (no usable mode)",

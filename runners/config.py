@@ -27,7 +27,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 import advi
 
-from .paths import run_dir
+from .paths import CONF_DIR, run_dir
 
 
 def _check(obj: object, name: str, ok: Callable[[Any], bool], requirement: str) -> None:
@@ -441,7 +441,9 @@ class Config:
 
 
 def register() -> None:
-    """Stores the schemas in Hydra's ConfigStore; the YAML files extend them by name."""
+    """Stores the schemas in Hydra's ConfigStore, which the YAML files extend by name, and
+    registers the ``choices`` resolver (:func:`choices`) that ``fit.py --help`` uses."""
+    OmegaConf.register_new_resolver("choices", choices, replace=True)
     store = ConfigStore.instance()
     store.store(name="config_schema", node=Config)
     store.store(group="experiment", name="experiment_schema", node=ExperimentConfig)
@@ -449,6 +451,12 @@ def register() -> None:
     store.store(group="method", name="advi_schema", node=AdviConfig)
     store.store(group="method", name="nuts_schema", node=NutsConfig)
     store.store(group="method", name="hmc_schema", node=HmcConfig)
+
+
+def choices(group: str) -> str:
+    """The options of config group ``group`` that a user may pick, comma-separated: its
+    ``conf/<group>/*.yaml`` files (not the schemas they extend), e.g. ``paper, smoke``."""
+    return ", ".join(sorted(path.stem for path in (CONF_DIR / group).glob("*.yaml")))
 
 
 def to_run(cfg: DictConfig) -> Config:

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+CONF_DIR = REPO_ROOT / "conf"
+"""The Hydra config: ``config.yaml`` and a folder per config group."""
 
 
 def run_dir(

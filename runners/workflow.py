@@ -23,9 +23,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from .config import AdviConfig, Config, register, to_run
 from .data import data_path, describe_data, heldout_rows
-from .paths import REPO_ROOT
-
-CONF_DIR = REPO_ROOT / "conf"
+from .paths import CONF_DIR
 
 
 class DataJob(NamedTuple):

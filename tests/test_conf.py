@@ -1,6 +1,7 @@
 """The Hydra config: every experiment composes, typos and bad values fail before a run."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -255,3 +256,24 @@ def test_a_minibatch_larger_than_the_training_rows_is_refused_before_any_data(co
     with pytest.raises(ValueError, match=r"minibatch_size = 2001 exceeds the 2000 training "
                                          r"rows of experiment 'gmm_minibatch' at scale 'smoke'"):
         compose_run("experiment=gmm_minibatch", "scale=smoke", "method.minibatch_size=2001")
+
+
+def test_fit_help_lists_the_choices_a_user_may_pick_and_describes_each_main_option():
+    result = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "scripts" / "fit.py"), "--help"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    help_text = result.stdout
+    for group in ("experiment", "method", "scale"):
+        files = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+        assert re.search(rf"^  {group}= +{', '.join(files)}  \(default ", help_text, re.M)
+    assert "_schema" not in help_text  # the structured configs are not choices
+    for option in ("seed=", "budget_s=", "results_dir=", "mirror_dir=", "data.image_dir=",
+                   "method.grad_samples=", "method.minibatch_size=", "method.tol_rel_obj=",
+                   "method.eval_draws=", "method.checkpoint_every=", "method.init=",
+                   "method.num_warmup="):
+        line = next(line for line in help_text.splitlines() if line.startswith(f"  {option}"))
+        assert len(line.split()) > 2, line  # the option and words describing it
+    assert "== This run's config ==\nexperiment:\n  name: linreg_ard" in help_text

@@ -52,17 +52,18 @@ def interrupted(tmp_path_factory):
     assert first.returncode == 0, output[-3000:]
     assert re.search(r"done: \d+ iterations; wall-clock [\d.]+ s = [\d.]+ s compiling \+ "
                      r"[\d.]+ s inference \(the clock\) \+ [\d.]+ s scoring", output), output
+    first_output = output
     before = snapshot(folder)
     rerun = fit(results, *LONG)
     wait_for_checkpoint(folder, rerun)
     sent = time.monotonic()
     rerun.send_signal(signal.SIGINT)
     output = rerun.communicate(timeout=120)[0]
-    return folder, before, rerun.returncode, output, time.monotonic() - sent
+    return folder, before, rerun.returncode, output, time.monotonic() - sent, first_output
 
 
 def test_the_finished_run_is_intact_after_an_interrupted_rerun(interrupted):
-    folder, before, returncode, output, _ = interrupted
+    folder, before, returncode, output, _, _ = interrupted
     assert returncode == 130, output[-3000:]
     assert snapshot(folder) == before
     info = json.loads(before["info.json"])
@@ -70,8 +71,22 @@ def test_the_finished_run_is_intact_after_an_interrupted_rerun(interrupted):
     assert info["compile_s"] + info["wall_s"] + info["checkpoint_s"] < info["total_s"]
 
 
+def test_the_fit_log_shows_compilation_and_each_checkpoint_without_library_chatter(
+        interrupted):
+    folder, before, _, _, _, output = interrupted
+    lines = output.splitlines()
+    compiling = [i for i, line in enumerate(lines) if line.endswith(
+        "advi INFO compiling the start, iteration and ELBO functions ...")]
+    assert compiling and re.search(r"advi INFO compiled in \d+\.\d s$", lines[compiling[0] + 1])
+    checkpoints = [line for line in lines if "checkpoint at iteration" in line]
+    assert len(checkpoints) == json.loads(before["info.json"])["checkpoints"]
+    assert not [line for line in lines if "preview" in line or " jax" in line], output
+    assert not [line for line in lines if "INFO" in line and not re.search(
+        r" (runners\.\w+|advi|fit) INFO ", line)], output
+
+
 def test_the_interrupted_rerun_stops_at_its_next_checkpoint_and_is_kept_as_partial(interrupted):
-    folder, _, _, output, seconds = interrupted
+    folder, _, _, output, seconds, _ = interrupted
     assert seconds < 30  # a checkpoint away, not the 600-s budget
     partial = folder.with_name("seed0.partial")
     info = json.loads((partial / "info.json").read_text())

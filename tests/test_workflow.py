@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -152,3 +153,12 @@ def test_offline_the_fetch_jobs_log_holds_the_error_naming_mirror_dir(tmp_path):
     assert f"the mirror (mirror_dir) {mirror}/election88 lacks election88_full.csv" in log
     assert "could not download election88.data.json" in log
     assert "set mirror_dir to a folder that holds election88/" in log
+
+
+def test_the_only_lint_is_the_per_rule_conda_environment_that_the_snakefile_explains(tmp_path):
+    result = snakemake(tmp_path, "--lint", timeout=120)
+    lints = re.findall(r"^    \* (.+):$", result.stdout + result.stderr, re.M)
+    assert len(lints) >= 10  # one per rule that runs code
+    assert set(lints) == {"Specify a conda environment or container for each rule."}
+    assert "`snakemake --lint` asks for a conda environment per rule" in (
+        REPO_ROOT / "Snakefile").read_text()
