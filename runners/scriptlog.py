@@ -16,8 +16,8 @@ LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 
 
 def log_to(path: str | os.PathLike) -> None:
-    """Sends INFO and above to ``path``, and an uncaught exception too (``error: <type>:
-    <message>`` and its traceback) before Python prints it to stderr as usual."""
+    """Sends INFO and above to ``path``, and an uncaught exception too (``... error ERROR
+    <type>: <message>`` and its traceback) before Python prints it to stderr as usual."""
     logging.basicConfig(filename=path, level=logging.INFO, format=LOG_FORMAT)
     default_hook = sys.excepthook
 
