@@ -3,6 +3,13 @@
 #   snakemake --cores all --config scale=smoke  (minutes)
 #   snakemake --report results/report.html      (after either, with the same --config)
 # What runs is composed from the Hydra config in conf/ (runners/workflow.py).
+#
+# `snakemake --lint` asks for a conda environment per rule; that is its one lint, and it is
+# left on purpose: every rule imports this repository's own packages (runners, models,
+# advi), installed with `pip install -e .` (or `environment.yml`) in the environment that
+# runs Snakemake. A rule-level `conda: "../environment.yml"` would not work with
+# --use-conda: Snakemake copies the file to .snakemake/conda/, where its `pip: -e .` no
+# longer names the repository. So the rules run in the environment Snakemake runs in.
 from snakemake.utils import min_version
 
 min_version("9.0")

@@ -183,12 +183,14 @@ def fit(
     opt = get_optimizer(o["optimizer"])
     checkpoint_every = o["checkpoint_every"] or o["eval_elbo"]
     start = time.perf_counter()
+    logger.info("compiling the start, iteration and ELBO functions ...")
     compiled = CompiledADVI(target, Options(
         family=get_family(o["family"]), optimizer=o["optimizer"], grad_samples=o["grad_samples"],
         elbo_samples=o["elbo_samples"], init=o["init"], laplace=o["start"] == "laplace",
         precondition=o["precondition"], moments=o["stop"] == "rhat",
     ), opt)
     compile_s = time.perf_counter() - start
+    logger.info("compiled in %.1f s", compile_s)
     start = time.perf_counter()
     (adapt_key, run_key, elbo_key), state0, start_info = compiled.setup(rng_key)
     if o["start"] == "laplace":

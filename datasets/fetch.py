@@ -72,10 +72,14 @@ _TIMEOUT_S = 60
 _FILE_MODE = 0o644
 
 
+DEFAULT_MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+"""Where ``fetch`` looks for a mirror when ``mirror_dir`` is not given: ``../shared/data``
+beside the repository root."""
+
+
 def default_mirror() -> Path | None:
-    """``../shared/data`` beside the repository root, when that folder exists."""
-    mirror = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    return mirror if mirror.is_dir() else None
+    """:data:`DEFAULT_MIRROR`, when that folder exists."""
+    return DEFAULT_MIRROR if DEFAULT_MIRROR.is_dir() else None
 
 
 def fetch(
@@ -99,8 +103,9 @@ def fetch(
     Raises:
         ValueError: unknown ``name``, a missing ``mirror_dir``, or a file whose sha256 is not
             the expected one (the message names the file, the expected and the actual hash).
-        OSError: no URL of an original could be downloaded (with a mirror, the message
-            first names the files the mirror lacks).
+        OSError: the mirror lacks a file and no URL of an original could be downloaded;
+            the message names the folder the mirror was looked for in, the files it lacks
+            and the option that sets it (``mirror_dir``).
     """
     if name not in FILES:
         raise ValueError(f"unknown data set {name!r}; valid data sets: {', '.join(FILES)}")
@@ -129,17 +134,26 @@ def fetch(
             try:
                 _download(urls, folder / file, checksums[file])
             except OSError as error:
-                if mirror is None:
-                    raise
-                raise OSError(f"the mirror {mirror / name} lacks {', '.join(missing)}; "
-                              f"downloading the original {file} to make it failed too: "
-                              f"{error}") from error
+                raise OSError(_offline_message(name, mirror, missing, file, error)) from error
     derived = DERIVE[name](folder)
     for file in missing:
         if file in derived:
             origin = f"{file} derived from {', '.join(UPSTREAM[name])}"
             _write_bytes_checked(folder / file, derived[file], checksums[file], origin=origin)
     return folder
+
+
+def _offline_message(name: str, mirror: Path | None, missing: list[str], original: str,
+                     error: OSError) -> str:
+    """Why ``missing`` files of ``name`` could be neither copied nor downloaded, naming the
+    folder the mirror was looked for in and the option (``mirror_dir``) that sets it."""
+    if mirror is None:
+        looked = (f"no data mirror: mirror_dir is not set and the default mirror "
+                  f"{DEFAULT_MIRROR} does not exist")
+    else:
+        looked = f"the mirror (mirror_dir) {mirror / name} lacks {', '.join(missing)}"
+    return (f"{looked}; downloading the original {original} to make them failed too: {error}."
+            f" Offline, set mirror_dir to a folder that holds {name}/{', '.join(missing)}")
 
 
 def sha256_of(path: str | os.PathLike) -> str:

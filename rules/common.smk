@@ -22,9 +22,9 @@ EXPERIMENTS = {experiment.name: experiment for experiment in PLAN.experiments}
 FIGURES = {experiment.figure: experiment for experiment in PLAN.experiments}
 # Figures of fitted factors (Figures 5c, 5d), by file stem.
 FACTORS = {e.factors.figure: e.factors for e in PLAN.experiments if e.factors is not None}
-RUNS = {(run.experiment, run.method, str(run.seed)): run for run in PLAN.runs}
+RUNS = {(run.scale, run.experiment, run.method, str(run.seed)): run for run in PLAN.runs}
 # Path patterns; runs and data are laid out by runners/paths.py, as scripts/fit.py does.
-RUN_DIR = run_dir(RESULTS, "{experiment}", "{method}", "{seed}")
+RUN_DIR = run_dir(RESULTS, "{scale}", "{experiment}", "{method}", "{seed}")
 SIMULATED = simulated_data_dir(RESULTS, "{dataset}") / "{stem}.npz"
 FETCHED = fetched_data_dir(RESULTS, "{dataset}")
 IMAGECLEF = imageclef_data_dir(RESULTS) / "{stem}.npy"
@@ -36,6 +36,7 @@ TOLERANCE = 0.01
 
 
 wildcard_constraints:
+    scale="[^/]+",
     experiment="[^/]+",
     method="[^/]+",
     seed=r"\d+",
@@ -63,7 +64,7 @@ def summary_pages():
 
 def run_job(wildcards):
     """The planned run of a fit job's wildcards."""
-    return RUNS[(wildcards.experiment, wildcards.method, wildcards.seed)]
+    return RUNS[(wildcards.scale, wildcards.experiment, wildcards.method, wildcards.seed)]
 
 
 def fit_overrides(wildcards):

@@ -13,7 +13,7 @@ rule fit:
         posterior_mean=f"{RUN_DIR}/posterior_mean.npz",
         info=f"{RUN_DIR}/info.json",
     log:
-        f"{RESULTS}/logs/fit/{{experiment}}/{{method}}/seed{{seed}}.log",
+        f"{RESULTS}/logs/fit/{{scale}}/{{experiment}}/{{method}}/seed{{seed}}.log",
     params:
         script=f"{workflow.basedir}/scripts/fit.py",
         overrides=fit_overrides,

@@ -71,8 +71,8 @@ def run_advi(
             scores=RunningLogMeanExp(), fresh=True, log_likelihood=log_likelihood,
             trace=trace, posterior_mean=posterior_mean, columns={"elbo": info.elbo})
         checkpoint_s += time.perf_counter() - start
-        logger.info("advi iteration %d: elbo %s, heldout_lpd %.4f, %.2f s",
-                    info.iteration, info.elbo, lpd, info.wall_s)
+        logger.info("checkpoint at iteration %d: heldout_lpd %.4f (S = %d draws from q), "
+                    "%.2f s", info.iteration, lpd, method.eval_draws, info.wall_s)
         return over_budget or (stop is not None and stop() is not None)
 
     result = advi.fit(

@@ -19,12 +19,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 import advi
+
+from .paths import CONF_DIR, run_dir
 
 
 def _check(obj: object, name: str, ok: Callable[[Any], bool], requirement: str) -> None:
@@ -422,6 +425,12 @@ class Config:
         _check(self, "budget_s", _positive, "a positive number of seconds")
         _check(self, "seed", lambda v: v >= 0, "an integer >= 0")
 
+    def run_dir(self, seed: int | None = None) -> Path:
+        """The run's folder (:func:`runners.paths.run_dir`); ``seed``: another seed's run
+        of the same configuration (default: this run's seed)."""
+        return run_dir(self.results_dir, self.scale.name, self.experiment.name,
+                       self.method.run_name(), self.seed if seed is None else seed)
+
     def experiment_scale(self) -> ExperimentScale:
         """The experiment's settings at this run's scale."""
         try:
@@ -434,7 +443,9 @@ class Config:
 
 
 def register() -> None:
-    """Stores the schemas in Hydra's ConfigStore; the YAML files extend them by name."""
+    """Stores the schemas in Hydra's ConfigStore, which the YAML files extend by name, and
+    registers the ``choices`` resolver (:func:`choices`) that ``fit.py --help`` uses."""
+    OmegaConf.register_new_resolver("choices", choices, replace=True)
     store = ConfigStore.instance()
     store.store(name="config_schema", node=Config)
     store.store(group="experiment", name="experiment_schema", node=ExperimentConfig)
@@ -442,6 +453,12 @@ def register() -> None:
     store.store(group="method", name="advi_schema", node=AdviConfig)
     store.store(group="method", name="nuts_schema", node=NutsConfig)
     store.store(group="method", name="hmc_schema", node=HmcConfig)
+
+
+def choices(group: str) -> str:
+    """The options of config group ``group`` that a user may pick, comma-separated: its
+    ``conf/<group>/*.yaml`` files (not the schemas they extend), e.g. ``paper, smoke``."""
+    return ", ".join(sorted(path.stem for path in (CONF_DIR / group).glob("*.yaml")))
 
 
 def to_run(cfg: DictConfig) -> Config:

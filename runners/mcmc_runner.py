@@ -181,9 +181,12 @@ def _start_chain(model: Callable[..., None], train: dict[str, Any], method: Mcmc
     clock = Stopwatch()
     init_strategy, init_s, init_compile_s = _starting_point(model, train, method.init, init_key)
     clock.add(init_s)
+    is_nuts = isinstance(method, NutsConfig)
+    compile_start = time.perf_counter()
+    logger.info("compiling the %s kernel and a chunk of up to %d transitions ...",
+                "NUTS" if is_nuts else "HMC", method.checkpoint_every)
     model_info = initialize_model(init_key, model, model_kwargs=train, dynamic_args=False,
                                   init_strategy=init_strategy)
-    is_nuts = isinstance(method, NutsConfig)
     init_kernel, sample_kernel = hmc(potential_fn=model_info.potential_fn,
                                      algo="NUTS" if is_nuts else "HMC")
     algo_kwargs = (
@@ -205,6 +208,7 @@ def _start_chain(model: Callable[..., None], train: dict[str, Any], method: Mcmc
     step_s = None if is_nuts else seconds_per_gradient(model_info.potential_fn, state.z)
     chunk = run_chunk.lower(state, np.int32(0), np.float32(0)).compile()
     jax.block_until_ready(state)
+    logger.info("compiled in %.1f s", time.perf_counter() - compile_start)
     setup = {"compile_s": time.perf_counter() - setup_start - init_s, "init_s": init_s,
              "init_compile_s": init_compile_s}
     chain = _Chain(state=state, chunk=chunk, clock=clock, init_s=init_s, step_s=step_s,

@@ -11,16 +11,19 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+CONF_DIR = REPO_ROOT / "conf"
+"""The Hydra config: ``config.yaml`` and a folder per config group."""
 
 
-def experiment_runs_dir(results_dir: str | Path, experiment: str) -> Path:
-    """``<results_dir>/runs/<experiment>``: one folder per method below it."""
-    return Path(results_dir) / "runs" / experiment
+def run_dir(
+    results_dir: str | Path, scale: str, experiment: str, method: str, seed: int | str
+) -> Path:
+    """``<results_dir>/runs/<scale>/<experiment>/<method>/seed<k>``: trace.csv and info.json.
 
-
-def run_dir(results_dir: str | Path, experiment: str, method: str, seed: int | str) -> Path:
-    """``<results_dir>/runs/<experiment>/<method>/seed<k>``: trace.csv and info.json."""
-    return experiment_runs_dir(results_dir, experiment) / method / f"seed{seed}"
+    The scale is part of the path, so a smoke run never lands where a paper-scale run of the
+    same experiment, method and seed lives, and a paper-scale workflow never adopts it.
+    """
+    return Path(results_dir) / "runs" / scale / experiment / method / f"seed{seed}"
 
 
 def simulated_data_dir(results_dir: str | Path, name: str) -> Path:

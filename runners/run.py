@@ -18,7 +18,6 @@ from .data import describe_data, load_problem, prepare_data
 from .files import partial_path, staged_dir, write_json
 from .interrupt import Interrupted, StopRequest, stop_on_signals
 from .mcmc_runner import run_mcmc
-from .paths import run_dir
 from .posterior import PosteriorMean
 from .provenance import environment
 from .scoring import make_log_likelihood
@@ -68,7 +67,7 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
     """
     start = time.perf_counter()
     method_name = run.method.run_name()
-    out = run_dir(run.results_dir, run.experiment.name, method_name, run.seed)
+    out = run.run_dir()
     logger.info("%s / %s / seed %d -> %s", run.experiment.name, method_name, run.seed, out)
     path = prepare_data(run)
     problem = load_problem(run, path)

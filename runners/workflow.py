@@ -23,9 +23,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from .config import Config, register, to_run
 from .data import data_path, heldout_rows
-from .paths import REPO_ROOT, run_dir
-
-CONF_DIR = REPO_ROOT / "conf"
+from .paths import CONF_DIR
 
 
 class DataJob(NamedTuple):
@@ -46,6 +44,7 @@ class DataJob(NamedTuple):
 class RunJob(NamedTuple):
     """One run of ``scripts/fit.py``: its overrides and the files it reads and writes."""
 
+    scale: str
     experiment: str
     method: str
     seed: int
@@ -151,6 +150,57 @@ def expand_sweeps(overrides: Sequence[str]) -> list[list[str]]:
     return [list(combination) for combination in itertools.product(*choices.values())]
 
 
+class RunFolders:
+    """The run folders of a set of runs (a workflow's, a ``fit.py -m`` sweep's), each
+    claimed by one run: a second run in a folder is refused, naming the settings that tell
+    the two apart, which the folder name (:func:`runners.paths.run_dir`) does not record."""
+
+    def __init__(self) -> None:
+        self._overrides: dict[Path, tuple[str, ...]] = {}
+
+    def claim(self, folder: Path, overrides: Sequence[str]) -> None:
+        """Records that the run of ``overrides`` writes ``folder``.
+
+        Raises:
+            ValueError: an earlier run claimed ``folder``; the message names both runs and
+                the settings in which they differ.
+        """
+        earlier = self._overrides.get(Path(folder))
+        if earlier is None:
+            self._overrides[Path(folder)] = tuple(overrides)
+            return
+        if earlier == tuple(overrides):
+            raise ValueError(f"the run {' '.join(overrides)} is listed twice (folder {folder})")
+        before, after = _settings(earlier), _settings(overrides)
+        differ = [f"{key} ({before.get(key, 'unset')} / {after.get(key, 'unset')})"
+                  for key in dict.fromkeys([*before, *after]) if before.get(key) != after.get(key)]
+        raise ValueError(
+            f"two runs would write {folder}: {' '.join(earlier)} and {' '.join(overrides)}; "
+            f"they differ in {', '.join(differ)}, which the folder name does not record; "
+            "to sweep over it, record it in the method's folder name (run_name() in "
+            "runners/config.py) or give each value its own results_dir"
+        )
+
+
+def _settings(overrides: Sequence[str]) -> dict[str, str]:
+    """``{key: value}`` of a list of (non-sweep) overrides, the last value of a key winning."""
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    return {o.get_key_element(): o.get_value_element_as_str() for o in parsed}
+
+
+def refuse_shared_folders(overrides: Sequence[str], config_name: str = "config") -> None:
+    """Refuses a ``fit.py -m`` sweep that would write two runs into one folder, before any
+    runs: composes each run of the sweep (:func:`expand_sweeps`) with Hydra's global
+    instance, which the Hydra app has initialised, and claims its folder.
+
+    Raises:
+        ValueError: as :meth:`RunFolders.claim`, or a config value out of range.
+    """
+    folders = RunFolders()
+    for choice in expand_sweeps(overrides):
+        folders.claim(to_run(compose(config_name, choice)).run_dir(), choice)
+
+
 def _picks_method(overrides: Sequence[str]) -> bool:
     parsed = OverridesParser.create().parse_overrides(list(overrides))
     return any(o.key_or_group == "method" for o in parsed)
@@ -194,6 +244,7 @@ def _experiment_plan(
 ) -> tuple[ExperimentPlan, list[DataJob], str]:
     base = [f"experiment={experiment}", f"scale={scale}"]
     runs: dict[str, RunJob] = {}
+    folders = RunFolders()
     data: list[DataJob] = []
     labels: dict[str, str] = {}
     first: Config | None = None
@@ -210,14 +261,10 @@ def _experiment_plan(
             data.append(_data_job(run))
             labels[run.method.run_name()] = run.method.label()
             for seed in seeds:
-                out = run_dir(run.results_dir, run.experiment.name, run.method.run_name(), seed)
-                if str(out) in runs:
-                    raise ValueError(
-                        f"two runs of {experiment} would write {out}: "
-                        f"{runs[str(out)].overrides} and {(*choice, f'seed={seed}')}; "
-                        "sweep only over settings that the method's name records"
-                    )
+                out = run.run_dir(seed)
+                folders.claim(out, (*choice, f"seed={seed}"))
                 runs[str(out)] = RunJob(
+                    scale=run.scale.name,
                     experiment=run.experiment.name,
                     method=run.method.run_name(),
                     seed=seed,

@@ -4,8 +4,9 @@ import logging
 from pathlib import Path
 
 from runners.data import fetch
+from runners.scriptlog import log_to
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+log_to(snakemake.log[0])  # noqa: F821
 job = snakemake.params.job  # noqa: F821
 path = fetch(job.name, Path(snakemake.output[0]), job.mirror_dir)  # noqa: F821
 logging.info("fetched %s (mirror_dir %s) -> %s", job.name, job.mirror_dir, path)

@@ -3,7 +3,7 @@
     python scripts/fit.py experiment=election88 method=nuts scale=smoke seed=1
     python scripts/fit.py -m experiment=linreg_ard method=advi method.grad_samples=1,10
 
-Writes ``<results_dir>/runs/<experiment>/<method>/seed<k>/{trace.csv,info.json}``;
+Writes ``<results_dir>/runs/<scale>/<experiment>/<method>/seed<k>/{trace.csv,info.json}``;
 the options are in ``conf/`` and ``runners/config.py``.
 
 Ctrl-C (SIGINT) or SIGTERM stops the run at its next checkpoint, keeps it as
@@ -16,12 +16,12 @@ An error (a value out of range, a missing file) prints one line, ``error: <type>
 from __future__ import annotations
 
 import logging
-import os
 import sys
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from runners.cli import fail
 from runners.config import register, to_run
 from runners.interrupt import Interrupted, die_with_parent
 from runners.run import execute
@@ -38,11 +38,7 @@ def main(cfg: DictConfig) -> None:
         logging.getLogger("fit").warning("%s", stopped)
         sys.exit(stopped.exit_code)
     except Exception as error:
-        if os.environ.get("HYDRA_FULL_ERROR") == "1":
-            raise
-        print(f"error: {type(error).__name__}: {error} (HYDRA_FULL_ERROR=1 shows where)",
-              file=sys.stderr)
-        sys.exit(1)
+        fail(error)
 
 
 if __name__ == "__main__":

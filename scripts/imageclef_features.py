@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from runners.data import imageclef_features
+from runners.scriptlog import log_to
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+log_to(snakemake.log[0])  # noqa: F821
 job = snakemake.params.job  # noqa: F821
 path = imageclef_features(
     Path(snakemake.output[0]),  # noqa: F821

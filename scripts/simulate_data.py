@@ -4,8 +4,9 @@ import logging
 from pathlib import Path
 
 from runners.data import simulate
+from runners.scriptlog import log_to
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+log_to(snakemake.log[0])  # noqa: F821
 job = snakemake.params.job  # noqa: F821
 path = simulate(job.name, job.seed, job.kwargs, Path(snakemake.output[0]))  # noqa: F821
 logging.info("simulated %s(seed=%d, %s) -> %s", job.name, job.seed, job.kwargs, path)

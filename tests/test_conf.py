@@ -1,8 +1,10 @@
 """The Hydra config: every experiment composes, typos and bad values fail before a run."""
 
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -11,7 +13,7 @@ from hydra.errors import ConfigCompositionException
 
 from runners.config import AdviConfig, HmcConfig, NutsConfig, register, to_run
 from runners.paths import REPO_ROOT
-from runners.workflow import CONF_DIR, expand_sweeps, plan_workflow
+from runners.workflow import CONF_DIR, expand_sweeps, plan_workflow, refuse_shared_folders
 
 EXPERIMENTS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
 SCALES = sorted(p.stem for p in (CONF_DIR / "scale").glob("*.yaml"))
@@ -131,7 +133,7 @@ def test_the_workflow_plan_runs_each_experiments_methods_for_each_seed():
     assert len(plan.runs) == 22
     assert linreg.runs[0].overrides == (
         "experiment=linreg_ard", "scale=smoke", "method=advi", "method.grad_samples=1", "seed=0")
-    assert linreg.runs[0].trace == "results/runs/linreg_ard/advi_M1/seed0/trace.csv"
+    assert linreg.runs[0].trace == "results/runs/smoke/linreg_ard/advi_M1/seed0/trace.csv"
     assert {job.source for job in plan.data.values()} == {"simulate", "fetch"}
     assert election.runs[0].data == "results/data/fetched/election88"
 
@@ -142,10 +144,47 @@ def test_a_workflow_override_that_picks_the_method_replaces_the_methods_list():
     assert plan.experiments[0].methods == ["advi_M1_B50", "advi_M1_B100"]
 
 
-def test_a_sweep_over_a_setting_the_name_does_not_record_is_refused():
-    with pytest.raises(ValueError, match="would write"):
+def test_a_sweep_over_a_setting_the_name_does_not_record_is_refused_naming_it():
+    with pytest.raises(ValueError, match=r"would write results/runs/smoke/linreg_ard/advi_M1/"
+                       r"seed0: .* they differ in method\.tol_rel_obj \(0\.1 / 0\.01\)"):
         plan_workflow(experiments=["linreg_ard"], scale="smoke", seeds=[0],
                       overrides=["method=advi", "method.tol_rel_obj=0.1,0.01"])
+
+
+def test_runs_of_different_scales_never_share_a_folder(compose_run):
+    smoke, paper = compose_run("scale=smoke", "seed=1"), compose_run("scale=paper", "seed=1")
+    assert smoke.run_dir() == Path("results/runs/smoke/linreg_ard/advi_M1/seed1")
+    assert paper.run_dir() == Path("results/runs/paper/linreg_ard/advi_M1/seed1")
+    assert smoke.run_dir(seed=2) == Path("results/runs/smoke/linreg_ard/advi_M1/seed2")
+
+
+def test_workflows_of_different_scales_plan_disjoint_runs_and_logs():
+    plans = [plan_workflow(experiments=["election88"], scale=scale, seeds=[0], overrides=[])
+             for scale in ("smoke", "paper")]
+    smoke, paper = ({run.trace for run in plan.runs} for plan in plans)
+    assert smoke and paper and not smoke & paper
+    assert all(trace.startswith("results/runs/smoke/election88/") for trace in smoke)
+
+
+def test_the_sweep_guard_composes_every_run_of_a_sweep_and_names_the_setting(compose_run):
+    refuse_shared_folders(["method=advi", "method.grad_samples=1,10", "seed=0,1"])
+    with pytest.raises(ValueError, match=r"they differ in method\.max_iter \(100 / 200\)"):
+        refuse_shared_folders(["method=advi_robust", "method.max_iter=100,200"])
+    with pytest.raises(ValueError, match="AdviConfig.grad_samples = 0"):
+        refuse_shared_folders(["method=advi", "method.grad_samples=1,0"])
+
+
+def test_a_fit_sweep_that_would_share_a_folder_is_refused_before_anything_runs(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "scripts" / "fit.py"), "-m", "scale=smoke",
+         "method=advi", "method.tol_rel_obj=0.01,0.001"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "would write results/runs/smoke/linreg_ard/advi_M1/seed0" in result.stderr
+    assert "they differ in method.tol_rel_obj (0.01 / 0.001)" in result.stderr
+    assert list(tmp_path.iterdir()) == []  # no data, no runs, no sweep folder
 
 
 def test_the_workflow_runs_every_experiment_by_default():
@@ -181,7 +220,7 @@ def test_the_factor_figures_draw_the_first_seed_of_advi_and_vanish_without_it():
     assert (e3.factors.figure, e4.factors.figure) == ("fig5c_gamma_poisson_factors",
                                                       "fig5d_dirichlet_exponential_factors")
     assert e3.factors.posterior_mean == (
-        "results/runs/gamma_poisson_nmf/advi_M1/seed1/posterior_mean.npz")
+        "results/runs/paper/gamma_poisson_nmf/advi_M1/seed1/posterior_mean.npz")
     assert e3.factors.image_shape == (28, 20) and e3.factors.label == "ADVI (M=1)"
     assert {job.path for job in plan.data.values()} == {"results/data/fetched/frey_faces"}
     only_nuts = plan_workflow(experiments=["gamma_poisson_nmf"], scale="paper", seeds=[0],
@@ -212,3 +251,24 @@ def test_a_minibatch_larger_than_the_training_rows_is_refused_before_any_data(co
     with pytest.raises(ValueError, match=r"minibatch_size = 2001 exceeds the 2000 training "
                                          r"rows of experiment 'gmm_minibatch' at scale 'smoke'"):
         compose_run("experiment=gmm_minibatch", "scale=smoke", "method.minibatch_size=2001")
+
+
+def test_fit_help_lists_the_choices_a_user_may_pick_and_describes_each_main_option():
+    result = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "scripts" / "fit.py"), "--help"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    help_text = result.stdout
+    for group in ("experiment", "method", "scale"):
+        files = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+        assert re.search(rf"^  {group}= +{', '.join(files)}  \(default ", help_text, re.M)
+    assert "_schema" not in help_text  # the structured configs are not choices
+    for option in ("seed=", "budget_s=", "results_dir=", "mirror_dir=", "data.image_dir=",
+                   "method.grad_samples=", "method.minibatch_size=", "method.tol_rel_obj=",
+                   "method.eval_draws=", "method.checkpoint_every=", "method.init=",
+                   "method.num_warmup="):
+        line = next(line for line in help_text.splitlines() if line.startswith(f"  {option}"))
+        assert len(line.split()) > 2, line  # the option and words describing it
+    assert "== This run's config ==\nexperiment:\n  name: linreg_ard" in help_text

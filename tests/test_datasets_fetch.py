@@ -2,11 +2,16 @@
 
 
 import pytest
+from conftest import skip_unless_fetchable
 
 from datasets import fetch as fetching
 
 MIRROR = fetching.default_mirror()
 needs_mirror = pytest.mark.skipif(MIRROR is None, reason="no data mirror")
+
+
+def _offline(url, timeout):
+    raise fetching.urllib.error.URLError("[Errno -2] Name or service not known")
 
 
 @needs_mirror
@@ -71,9 +76,33 @@ def test_a_file_the_mirror_lacks_is_named_when_the_fallback_download_fails(tmp_p
     monkeypatch.setitem(fetching.UPSTREAM, "frey_faces", {"frey_rawface.mat": (missing,)})
     mirror = tmp_path / "mirror"
     (mirror / "frey_faces").mkdir(parents=True)
-    with pytest.raises(OSError, match=r"mirror .*frey_faces lacks frey_rawface\.npy, "
-                                      r"frey_rawface\.mat; downloading the original"):
+    with pytest.raises(OSError, match=r"mirror \(mirror_dir\) .*frey_faces lacks frey_rawface"
+                                      r"\.npy, frey_rawface\.mat; downloading the original"):
         fetching.fetch("frey_faces", tmp_path / "data", mirror_dir=mirror)
+
+
+def test_offline_without_a_mirror_the_error_names_mirror_dir_and_where_it_looked(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(fetching.urllib.request, "urlopen", _offline)
+    monkeypatch.setattr(fetching, "DEFAULT_MIRROR", tmp_path / "shared" / "data")
+    with pytest.raises(OSError) as error:
+        fetching.fetch("election88", tmp_path / "results")
+    message = str(error.value)
+    assert f"mirror_dir is not set and the default mirror {tmp_path}/shared/data does not " \
+           "exist" in message
+    assert "could not download election88.data.json" in message
+    assert "Name or service not known" in message
+    assert ("set mirror_dir to a folder that holds election88/election88_full.csv, "
+            "election88_states.csv") in message
+
+
+def test_tests_that_need_the_real_data_skip_offline_saying_how_to_set_the_mirror(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(fetching.urllib.request, "urlopen", _offline)
+    monkeypatch.setattr(fetching, "DEFAULT_MIRROR", tmp_path / "shared" / "data")
+    with pytest.raises(pytest.skip.Exception, match="needs the real data sets: no data "
+                       "mirror: mirror_dir is not set"):
+        skip_unless_fetchable(tmp_path / "data")
 
 
 def test_unknown_data_set_and_missing_mirror_are_named(tmp_path):

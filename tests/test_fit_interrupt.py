@@ -46,23 +46,24 @@ def interrupted(tmp_path_factory):
     """A finished run, then a rerun of it interrupted with SIGINT after its first checkpoint:
     (the run's folder, its files before the rerun, the rerun's exit status, its output)."""
     results = tmp_path_factory.mktemp("interrupt") / "results"
-    folder = run_dir(results, "linreg_ard", "advi_M1", 0)
+    folder = run_dir(results, "smoke", "linreg_ard", "advi_M1", 0)
     first = fit(results)
     output = first.communicate(timeout=300)[0]
     assert first.returncode == 0, output[-3000:]
     assert re.search(r"done: \d+ iterations; wall-clock [\d.]+ s = [\d.]+ s compiling \+ "
                      r"[\d.]+ s inference \(the clock\) \+ [\d.]+ s scoring", output), output
+    first_output = output
     before = snapshot(folder)
     rerun = fit(results, *LONG)
     wait_for_checkpoint(folder, rerun)
     sent = time.monotonic()
     rerun.send_signal(signal.SIGINT)
     output = rerun.communicate(timeout=120)[0]
-    return folder, before, rerun.returncode, output, time.monotonic() - sent
+    return folder, before, rerun.returncode, output, time.monotonic() - sent, first_output
 
 
 def test_the_finished_run_is_intact_after_an_interrupted_rerun(interrupted):
-    folder, before, returncode, output, _ = interrupted
+    folder, before, returncode, output, _, _ = interrupted
     assert returncode == 130, output[-3000:]
     assert snapshot(folder) == before
     info = json.loads(before["info.json"])
@@ -70,8 +71,22 @@ def test_the_finished_run_is_intact_after_an_interrupted_rerun(interrupted):
     assert info["compile_s"] + info["wall_s"] + info["checkpoint_s"] < info["total_s"]
 
 
+def test_the_fit_log_shows_compilation_and_each_checkpoint_without_library_chatter(
+        interrupted):
+    folder, before, _, _, _, output = interrupted
+    lines = output.splitlines()
+    compiling = [i for i, line in enumerate(lines) if line.endswith(
+        "advi INFO compiling the start, iteration and ELBO functions ...")]
+    assert compiling and re.search(r"advi INFO compiled in \d+\.\d s$", lines[compiling[0] + 1])
+    checkpoints = [line for line in lines if "checkpoint at iteration" in line]
+    assert len(checkpoints) == json.loads(before["info.json"])["checkpoints"]
+    assert not [line for line in lines if "preview" in line or " jax" in line], output
+    assert not [line for line in lines if "INFO" in line and not re.search(
+        r" (runners\.\w+|advi|fit) INFO ", line)], output
+
+
 def test_the_interrupted_rerun_stops_at_its_next_checkpoint_and_is_kept_as_partial(interrupted):
-    folder, _, _, output, seconds = interrupted
+    folder, _, _, output, seconds, _ = interrupted
     assert seconds < 30  # a checkpoint away, not the 600-s budget
     partial = folder.with_name("seed0.partial")
     info = json.loads((partial / "info.json").read_text())
@@ -91,10 +106,10 @@ def test_a_fit_whose_workflow_is_killed_stops_and_keeps_its_run(tmp_path):
                str(tmp_path), "--cores", "1", "--config", "scale=smoke", "seeds=[0]",
                "experiments=[linreg_ard]",
                f"overrides={json.dumps(['method=advi', *LONG])}",
-               "--", "results/runs/linreg_ard/advi_M1/seed0/trace.csv"]
+               "--", "results/runs/smoke/linreg_ard/advi_M1/seed0/trace.csv"]
     workflow = subprocess.Popen(command, cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-    folder = run_dir(tmp_path / "results", "linreg_ard", "advi_M1", 0)
+    folder = run_dir(tmp_path / "results", "smoke", "linreg_ard", "advi_M1", 0)
     wait_for_checkpoint(folder, workflow, timeout=300)
     workflow.kill()
     workflow.wait()

@@ -4,6 +4,8 @@ Model: mu ~ N(0, 10^2), y_n | mu ~ N(mu, 1). Posterior N(m, v), v = 1 / (N + 0.0
 m = v sum_n y_n; the posterior predictive of a held-out y is N(m, 1 + v).
 """
 
+import logging
+import re
 import time
 from contextlib import contextmanager
 
@@ -80,8 +82,9 @@ def test_chunks_never_straddle_the_end_of_warmup():
 NUTS = NutsConfig(num_warmup=40, num_samples=60, checkpoint_every=20)
 
 
-def test_nuts_trace_scores_post_warmup_draws_so_far(tmp_path):
-    facts, trace = _run(run_mcmc, NUTS, tmp_path)
+def test_nuts_trace_scores_post_warmup_draws_so_far(tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="runners"):
+        facts, trace = _run(run_mcmc, NUTS, tmp_path)
     assert list(trace["iteration"]) == [20, 40, 60, 80, 100]
     assert list(trace["phase"]) == ["warmup"] * 2 + ["sampling"] * 3
     assert list(trace["num_draws"]) == [20, 20, 20, 40, 60]  # warmup: the chunk's draws
@@ -90,6 +93,10 @@ def test_nuts_trace_scores_post_warmup_draws_so_far(tmp_path):
     assert facts["iterations"] == 100 and facts["num_samples_done"] == 60
     assert facts["divergences"] == 0 and 0.5 < facts["accept_rate"] <= 1.0
     assert facts["compile_s"] > 0 and not facts["stopped_by_budget"]
+    messages = [record.getMessage() for record in caplog.records]  # progress: compile, checkpoints
+    assert messages[0] == "compiling the NUTS kernel and a chunk of up to 20 transitions ..."
+    assert re.fullmatch(r"compiled in \d+\.\d s", messages[1])
+    assert sum(m.startswith("nuts iteration") for m in messages) == len(trace)
 
 
 def test_nuts_gives_the_same_trace_for_the_same_seed_except_timings(tmp_path):
@@ -186,12 +193,18 @@ def test_mcmc_clock_excludes_held_out_evaluation(tmp_path):
 ADVI = AdviConfig(max_iter=600, checkpoint_every=100, eval_draws=200)
 
 
-def test_advi_trace_has_a_row_per_checkpoint_with_the_elbo(tmp_path):
-    facts, trace = _run(run_advi, ADVI, tmp_path)
+def test_advi_trace_has_a_row_per_checkpoint_with_the_elbo(tmp_path, caplog):
+    with caplog.at_level(logging.INFO):
+        facts, trace = _run(run_advi, ADVI, tmp_path)
     assert list(trace["iteration"]) == list(range(100, facts["iterations"] + 1, 100))
     assert trace["elbo"].notna().all() and (trace["num_draws"] == 200).all()
     assert trace["heldout_lpd"].iloc[-1] == pytest.approx(exact_lpd(), abs=0.02)
     assert facts["compile_s"] > 0 and facts["eta"] > 0
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith(("advi", "runners"))]
+    assert messages[:2] == ["compiling the start, iteration and ELBO functions ...",
+                            f"compiled in {facts['compile_s']:.1f} s"]
+    checkpoints = [m for m in messages if m.startswith("checkpoint at iteration")]
+    assert len(checkpoints) == len(trace) and "(S = 200 draws from q)" in checkpoints[0]
 
 
 def test_advi_stops_at_the_first_checkpoint_past_its_budget(tmp_path):

@@ -42,17 +42,19 @@ HEADER_RGB = (0xEE, 0xF1, 0xF5)  # th's background in runners/report_pages.py
 ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
 
 
-def snakemake(workdir, *args, timeout=900):
+def snakemake(workdir, *args, config=(), timeout=900, env=ENV):
+    """Snakemake at smoke scale, seed 0, plus ``config`` (one --config: a second would
+    replace the first)."""
     command = ["snakemake", "--snakefile", str(REPO_ROOT / "Snakefile"), "--directory",
-               str(workdir), "--config", "scale=smoke", "seeds=[0]", *args]
-    return subprocess.run(command, cwd=workdir, env=ENV, capture_output=True, text=True,
+               str(workdir), "--config", "scale=smoke", "seeds=[0]", *config, *args]
+    return subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
+def smoke(tmp_path_factory, real_data):
     """Runs the workflow once, every default experiment (2 fits at a time: smoke timings
-    need not be clean)."""
+    need not be clean); skips without the real data sets (offline, no mirror)."""
     workdir = tmp_path_factory.mktemp("workflow")
     result = snakemake(workdir, "--cores", "2", "--set-threads", "fit=1")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -66,7 +68,7 @@ def conf_title(experiment):
 
 
 def run_folder(workdir, experiment, method):
-    return workdir / "results" / "runs" / experiment / method / "seed0"
+    return workdir / "results" / "runs" / "smoke" / experiment / method / "seed0"
 
 
 @pytest.mark.parametrize(("experiment", "method"), RUNS)
@@ -88,7 +90,7 @@ def test_every_run_leaves_a_trace_a_posterior_mean_and_an_info_json(smoke, exper
         assert "elbo" in trace.columns and isinstance(info["converged"], bool)
     else:
         assert {"divergences", "accept_rate", "stop_reason"} <= set(info)
-    assert "iteration" in (smoke / "results" / "logs" / "fit" / experiment / method
+    assert "iteration" in (smoke / "results" / "logs" / "fit" / "smoke" / experiment / method
                            / "seed0.log").read_text()
 
 
@@ -193,11 +195,11 @@ def test_a_second_invocation_redoes_nothing(smoke):
 
 
 def test_a_sweep_through_the_workflow_plans_distinct_runs(tmp_path):
-    result = snakemake(tmp_path, "--dry-run", "--config", "experiments=[linreg_ard]",
-                       'overrides=["method=advi","method.grad_samples=1,10"]', timeout=120)
+    result = snakemake(tmp_path, "--dry-run", timeout=120, config=[
+        "experiments=[linreg_ard]", 'overrides=["method=advi","method.grad_samples=1,10"]'])
     assert result.returncode == 0, result.stderr[-3000:]
     for method in ("advi_M1", "advi_M10"):
-        assert f"results/runs/linreg_ard/{method}/seed0/trace.csv" in result.stdout
+        assert f"results/runs/smoke/linreg_ard/{method}/seed0/trace.csv" in result.stdout
     assert "/nuts/" not in result.stdout
 
 
@@ -211,3 +213,28 @@ def test_the_claims_table_spans_the_main_panel_in_a_browser(report, tmp_path, si
     columns = np.flatnonzero(header.any(axis=0))
     assert len(columns), "no table header in the screenshot"
     assert columns[-1] - columns[0] > 0.5 * pixels.shape[1]  # not squeezed into a sidebar
+
+
+def test_offline_the_fetch_jobs_log_holds_the_error_naming_mirror_dir(tmp_path):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    proxy = "http://127.0.0.1:9"  # nothing listens there: every download fails at once
+    offline = {**ENV, "http_proxy": proxy, "https_proxy": proxy, "no_proxy": "",
+               "NO_PROXY": ""}
+    result = snakemake(tmp_path, "--cores", "1", "--", "results/data/fetched/election88",
+                       config=["experiments=[election88]", f'overrides=["mirror_dir={mirror}"]'],
+                       timeout=120, env=offline)
+    assert result.returncode != 0
+    log = (tmp_path / "results" / "logs" / "fetch_data" / "election88.log").read_text()
+    assert f"the mirror (mirror_dir) {mirror}/election88 lacks election88_full.csv" in log
+    assert "could not download election88.data.json" in log
+    assert "set mirror_dir to a folder that holds election88/" in log
+
+
+def test_the_only_lint_is_the_per_rule_conda_environment_that_the_snakefile_explains(tmp_path):
+    result = snakemake(tmp_path, "--lint", timeout=120)
+    lints = re.findall(r"^    \* (.+):$", result.stdout + result.stderr, re.M)
+    assert len(lints) >= 10  # one per rule that runs code
+    assert set(lints) == {"Specify a conda environment or container for each rule."}
+    assert "`snakemake --lint` asks for a conda environment per rule" in (
+        REPO_ROOT / "Snakefile").read_text()

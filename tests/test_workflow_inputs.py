@@ -10,7 +10,7 @@ import pytest
 from runners.paths import REPO_ROOT
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
-RUNS = "results/runs/linreg_ard/advi_M1"
+RUNS = "results/runs/smoke/linreg_ard/advi_M1"
 TARGETS = ["results/summaries/linreg_ard.csv", "results/figures/fig4a_linreg_ard.png",
            "results/claims.csv"]
 

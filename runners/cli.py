@@ -1,0 +1,41 @@
+"""What ``scripts/fit.py``'s command line adds to Hydra: one-line errors, and the guard that
+refuses a ``-m`` sweep writing two runs into one folder before any of them runs."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any, NoReturn
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from .workflow import refuse_shared_folders
+
+
+def fail(error: BaseException) -> NoReturn:
+    """Prints ``error: <type>: <message> (HYDRA_FULL_ERROR=1 shows where)`` to stderr (with
+    ``HYDRA_FULL_ERROR=1``: the traceback) and exits with 1."""
+    if os.environ.get("HYDRA_FULL_ERROR") == "1":
+        traceback.print_exception(error)
+    else:
+        print(f"error: {type(error).__name__}: {error} (HYDRA_FULL_ERROR=1 shows where)",
+              file=sys.stderr)
+    sys.exit(1)
+
+
+class SweepGuard(Callback):
+    """Hydra callback (``hydra.callbacks`` in ``conf/config.yaml``): before a ``-m`` sweep
+    runs anything, composes each of its runs and exits with :func:`fail` when two would
+    write one folder (:func:`runners.workflow.refuse_shared_folders`, as the workflow
+    refuses), or when any run's config is out of range."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Checks the sweep of ``config.hydra.overrides.task``; Hydra turns a callback's
+        exception into a warning, so an error exits here."""
+        overrides = OmegaConf.to_container(config.hydra.overrides.task)
+        try:
+            refuse_shared_folders(overrides, config.hydra.job.config_name)
+        except Exception as error:  # noqa: BLE001 - every error ends the sweep, in one line
+            fail(error)
