@@ -1,6 +1,7 @@
 # Per experiment: a summary table (final accuracy, seconds to reach the reference method's
 # final accuracy) and the accuracy-against-time figure, whose report caption includes it;
-# for the factorisation models also the factors of one run as images (Figures 5c, 5d).
+# for the factorisation models also the factors of one run as images (Figures 5c, 5d);
+# for the procedural imageCLEF stand-in a sample of its images and their histograms.
 # Scripts read their declared inputs only: the planned runs of this configuration, never
 # whatever else lies under results/runs/.
 
@@ -68,3 +69,22 @@ rule plot_factors:
         factors=lambda wildcards: FACTORS[wildcards.figure],
     script:
         "../scripts/plot_factors.py"
+
+
+rule plot_standin_images:
+    wildcard_constraints:
+        stem=one_of(STANDIN_IMAGES),
+    output:
+        png=report(
+            f"{STANDIN_FIGURE}.png",
+            caption="../report/standin_images.rst",
+            category="Accuracy against time",
+            labels={"figure": "imageCLEF stand-in: {stem}"},
+        ),
+        pdf=f"{STANDIN_FIGURE}.pdf",
+    log:
+        f"{RESULTS}/logs/plot_standin_images/{{stem}}.log",
+    params:
+        job=lambda wildcards: STANDIN_IMAGES[wildcards.stem],
+    script:
+        "../scripts/plot_standin_images.py"
