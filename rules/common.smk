@@ -108,4 +108,9 @@ def image_dir_input(wildcards):
 
 
 def factors_input(wildcards):
-    return FACTORS[wildcards.figure].posterior_mean
+    """The run's posterior mean and, when frames are shown beside the factors, the data."""
+    factors = FACTORS[wildcards.figure]
+    inputs = {"posterior_mean": factors.posterior_mean}
+    if factors.data is not None:
+        inputs["data"] = factors.data  # the folder the fetch rule makes
+    return inputs

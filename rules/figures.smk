@@ -54,7 +54,7 @@ rule plot_factors:
     wildcard_constraints:
         figure=one_of(FACTORS),
     input:
-        posterior_mean=factors_input,
+        unpack(factors_input),
     output:
         png=report(
             f"{FIGURE}.png",

@@ -46,3 +46,26 @@ def test_the_script_draws_a_posterior_mean_file_to_png_and_pdf(tmp_path):
                               "gamma"], capture_output=True, text=True, timeout=120,
                              env=ENV)
     assert missing.returncode != 0 and "has no site 'gamma'" in missing.stderr
+
+
+def test_the_top_frames_are_those_with_the_largest_loadings_on_each_factor():
+    theta = np.array([[0.1, 5.0], [3.0, 0.2], [2.0, 4.0]])
+    np.testing.assert_array_equal(plot_factors.top_loading_frames(theta, 2), [[1, 2], [0, 2]])
+    with pytest.raises(ValueError, match="top 4 frames of loadings of shape"):
+        plot_factors.top_loading_frames(theta, 4)
+
+
+def test_the_script_draws_each_factor_beside_its_top_frames(tmp_path):
+    mean = PosteriorMean(tmp_path / "posterior_mean.npz")
+    rng = np.random.default_rng(0)
+    mean.update({"beta": rng.gamma(1.0, size=(4, 560, 10)),
+                 "theta": rng.gamma(1.0, size=(4, 7, 10))})
+    mean.write(iteration=100, phase="advi")
+    np.save(tmp_path / "frames.npy", rng.integers(0, 256, (9, 560), dtype=np.uint8))
+    out = tmp_path / "fig5c.png"
+    result = subprocess.run([sys.executable, str(SCRIPT), str(mean.path), str(out), "--frames",
+                             str(tmp_path / "frames.npy"), "--top-frames", "3"],
+                            capture_output=True, text=True, timeout=120, env=ENV)
+    assert result.returncode == 0, result.stderr
+    with Image.open(out) as image:
+        assert image.height > 2 * image.width  # ten rows of a factor and three frames
