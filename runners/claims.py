@@ -334,10 +334,12 @@ def _judge_minibatch(table: pd.DataFrame, final: pd.Series, parts: list[str]) ->
     worst_large = min(large, key=lambda m: final[m])
     best_small = max(small, key=lambda m: final[m])
     held = bool(final[worst_large] > final[best_small])
+    finals = final[list(sizes)]
     reason = (f"the worst B >= {MINIBATCH_THRESHOLD} ({table.loc[worst_large, 'label']}, "
               f"{final[worst_large]:.4g}) " + ("beat" if held else "did not beat")
               + f" the best smaller B ({table.loc[best_small, 'label']}, "
-              f"{final[best_small]:.4g})")
+              f"{final[best_small]:.4g}); the final values of all B span "
+              f"{finals.max() - finals.min():.3g} nats")
     return Verdict(held, measured, reason)
 
 
@@ -435,7 +437,8 @@ def experiment_facts(infos: Sequence[Mapping[str, Any]]) -> tuple[str, bool, str
     image_dir = (config.get("data") or {}).get("image_dir")
     if data.get("source") == "imageclef" or model == "gmm":
         origin = (f"real images from {image_dir}" if image_dir else
-                  "simulated stand-in for the imageCLEF histograms (no data.image_dir given)")
+                  "simulated stand-in for the imageCLEF histograms (datasets.simulate."
+                  f"{data.get('name')}; no data.image_dir given)")
     else:
         origin = f"{data.get('source', '')} {data.get('name', '')}".strip()
     return model, minibatched, origin

@@ -91,6 +91,7 @@ def test_e6_larger_minibatches_must_beat_every_smaller_one(finals, held):
     verdict = judge("E6", table, reference="advi_M1_B1000")
     assert verdict.held is held
     assert ("did not beat" in verdict.reason) is not held
+    assert verdict.reason.endswith("the final values of all B span 1.1 nats")
 
 
 def test_advi_settings_are_read_from_method_names():
@@ -159,6 +160,7 @@ def test_experiment_facts_tell_the_stand_in_from_real_images():
     simulated = [info(None, data, None), info(500, data, None)]
     model, minibatched, origin = claims.experiment_facts(simulated)
     assert (model, minibatched) == ("gmm", True) and "simulated stand-in" in origin
+    assert "datasets.simulate.gmm_standin" in origin  # which stand-in
     real = [info(None, data, "/data/clef")]
     assert claims.experiment_facts(real) == ("gmm", False, "real images from /data/clef")
     assert claims.claim_of("gmm", minibatched=True) == "E6"
