@@ -69,3 +69,28 @@ def test_the_script_draws_each_factor_beside_its_top_frames(tmp_path):
     assert result.returncode == 0, result.stderr
     with Image.open(out) as image:
         assert image.height > 2 * image.width  # ten rows of a factor and three frames
+
+
+def test_sparsity_is_the_share_of_a_factor_in_its_brightest_pixels():
+    import plot_factor_settings
+
+    factors = np.ones((100, 2))
+    factors[:5, 1] = 100.0  # factor 2: nearly all its mass in 5 of 100 pixels
+    np.testing.assert_allclose(plot_factor_settings.top_mass(factors), [0.05, 500 / 595])
+
+
+def test_the_map_of_a_factorisation_raises_its_log_joint(tmp_path):
+    import map_factors
+
+    import models
+
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "frames.npy", rng.poisson(50.0, (12, 560)).astype(np.uint8))
+    problem = models.get("dirichlet_exponential_nmf").load(tmp_path / "frames.npy", seed=0)
+    args = {"K": 3, "alpha0": 1000.0, "lambda0": 0.1}
+    fits = [map_factors.fit_map(problem, "dirichlet_exponential_nmf", args, steps=steps,
+                                learning_rate=0.05, seed=0) for steps in (1, 100)]
+    (_, _, start), (theta, beta, end) = fits
+    assert end > start + 1.0  # nats per training entry
+    assert theta.shape == (12, 3) and beta.shape == (560, 3) and (beta > 0).all()
+    np.testing.assert_allclose(theta.sum(axis=1), 1.0, rtol=1e-5)
