@@ -149,6 +149,8 @@ class FactorsConfig:
         top_frames: beside each factor k, the data rows (frames) with the largest posterior
             mean loading ``theta[u, k]``, this many (0: the factors alone); the frames are
             rows of the experiment's data file (``data.file``), drawn in ``image_shape``.
+        note: what was found about these factors beyond the figure (a study's outcome, with
+            its numbers), shown in the caption; empty: nothing.
     """
 
     figure: str = MISSING
@@ -158,6 +160,7 @@ class FactorsConfig:
     site: str = "beta"
     image_shape: list[int] = field(default_factory=lambda: [28, 20])
     top_frames: int = 0
+    note: str = ""
 
     def __post_init__(self) -> None:
         _check(self, "image_shape", lambda v: len(v) == 2 and min(v) >= 1,

@@ -81,6 +81,7 @@ class FactorsPlan(NamedTuple):
     posterior_mean: str
     top_frames: int = 0
     data: str | None = None
+    note: str = ""
     frames_file: str | None = None
 
     @property
@@ -213,7 +214,7 @@ def _factors_plan(first: Config, runs: dict[str, RunJob], labels: dict[str, str]
         method=factors.method, label=labels[factors.method], seed=run.seed, site=factors.site,
         image_shape=(int(rows), int(columns)),
         posterior_mean=run.posterior_mean, top_frames=int(factors.top_frames),
-        data=run.data if frames_file else None, frames_file=frames_file,
+        data=run.data if frames_file else None, frames_file=frames_file, note=factors.note,
     )
 
 
