@@ -115,8 +115,8 @@ def render(posterior_mean: str | os.PathLike, outputs: Sequence[str | os.PathLik
         theta = arrays["theta"]
         data = np.load(frames, mmap_mode="r")[: theta.shape[0]]
         figure = plot_with_frames(images, theta, data, count=top_frames,
-                                  title=f"{title}: each factor and the {top_frames} frames "
-                                        "with the largest loadings theta[u, k]")
+                                  title=f"{title}:\neach factor and the {top_frames} frames "
+                                        "with the\nlargest loadings theta[u, k]")
     else:
         figure = plot(images, title=title)
     for path in outputs:
