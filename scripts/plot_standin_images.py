@@ -35,9 +35,11 @@ def first_images(seed: int, num_images: int, count: int = SHOWN) -> np.ndarray:
     return next(procedural.image_batches(seed, num_images))[:count]
 
 
-def plot(sample: np.ndarray, *, title: str, columns: int = 6) -> plt.Figure:
-    """Each image above its R, G, B histograms (fraction of pixels per bin, 192 bins)."""
-    histograms = images.batch_histograms(sample).reshape(len(sample), 3, images.NUM_BINS)
+def plot(sample: np.ndarray, *, title: str, num_bins: int = images.NUM_BINS, columns: int = 6
+         ) -> plt.Figure:
+    """Each image above its R, G, B histograms (fraction of pixels per bin)."""
+    histograms = images.batch_histograms(sample, num_bins=num_bins).reshape(
+        len(sample), 3, num_bins)
     grid_rows = -(-len(sample) // columns)
     fig, axes = plt.subplots(2 * grid_rows, columns, squeeze=False, layout="constrained",
                              figsize=(1.9 * columns, 3.0 * grid_rows))
@@ -52,17 +54,19 @@ def plot(sample: np.ndarray, *, title: str, columns: int = 6) -> plt.Figure:
         for channel, colour in enumerate(("red", "green", "blue")):
             bottom.plot(histogram[channel], color=colour, linewidth=0.7)
         bottom.set_yscale("symlog", linthresh=0.01)
-        bottom.set_xticks([0, 96, 191])
+        bottom.set_xticks([0, num_bins // 2, num_bins - 1])
         bottom.tick_params(labelsize=6)
     fig.suptitle(title, fontsize=9)
     return fig
 
 
-def render(outputs: Sequence[str | os.PathLike], *, seed: int, num_images: int) -> tuple:
+def render(outputs: Sequence[str | os.PathLike], *, seed: int, num_images: int,
+           num_bins: int = images.NUM_BINS) -> tuple:
     """Draws the stand-in's first images to each of ``outputs``; returns their shape."""
     sample = first_images(seed, num_images)
-    figure = plot(sample, title=f"Procedural imageCLEF stand-in (seed {seed}, "
-                                f"{num_images:,} images): the first {len(sample)}")
+    figure = plot(sample, num_bins=num_bins,
+                  title=f"Procedural imageCLEF stand-in (seed {seed}, {num_images:,} images, "
+                        f"{num_bins} bins per channel): the first {len(sample)}")
     for path in outputs:
         with atomic_open(path, "wb") as f:
             figure.savefig(f, format=Path(path).suffix[1:], dpi=150)
@@ -75,7 +79,9 @@ def main() -> None:
         logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
         job = snakemake.params.job  # noqa: F821
         num_images = job.kwargs["num_train"] + job.kwargs["num_heldout"]
-        shape = render(list(snakemake.output), seed=job.seed, num_images=num_images)  # noqa: F821
+        num_bins = job.kwargs.get("num_bins", images.NUM_BINS)
+        shape = render(list(snakemake.output), seed=job.seed,  # noqa: F821
+                       num_images=num_images, num_bins=num_bins)
         logging.info("drew images %s of the stand-in %s", shape, job.path)
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

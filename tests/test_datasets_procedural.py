@@ -33,3 +33,15 @@ def test_a_share_of_images_is_near_grey_and_a_share_saturated():
 def test_a_bad_count_is_refused_naming_it(num_images):
     with pytest.raises(ValueError, match=f"num_images must be an integer >= 1, got {num_images}"):
         next(procedural.image_batches(0, num_images))
+
+
+def test_histograms_take_any_bin_count_and_refuse_a_bad_one():
+    from datasets import images
+
+    (batch,) = procedural.image_batches(0, 5)
+    coarse, fine = images.batch_histograms(batch, num_bins=8), images.batch_histograms(batch)
+    assert coarse.shape == (5, 24) and fine.shape == (5, 576)
+    # 8 bins are sums of 24 consecutive of the 192
+    np.testing.assert_allclose(coarse, fine.reshape(5, 24, 24).sum(axis=-1), atol=1e-6)
+    with pytest.raises(ValueError, match="num_bins must be an integer in 1..256, got 300"):
+        images.batch_histograms(batch, num_bins=300)

@@ -87,11 +87,11 @@ def test_without_images_the_same_layout_is_simulated_once_for_e5_and_e6(tmp_path
         paths.add(data_path(run))
         assert "simulated stand-in" in describe_data(run)
     (path,) = paths
-    assert path.name == "image_standin_seed0_num_heldout200_num_train2000.npy"
+    assert path.name == "image_standin_seed0_num_bins8_num_heldout200_num_train2000.npy"
     assert "procedural colour images" in describe_data(run)
     prepare_data(run)
     data = np.load(path, mmap_mode="r")
-    assert data.shape == (2200, 576) and data.dtype == np.float32
+    assert data.shape == (2200, 3 * 8) and data.dtype == np.float32  # smoke: 8 bins
     np.testing.assert_allclose(data[:2000].mean(axis=0), 0.0, atol=1e-4)  # standardised
     sd = data[:2000].std(axis=0)
     filled = sd > 0  # a bin no training image fills is only centred

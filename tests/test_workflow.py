@@ -104,10 +104,10 @@ def test_the_mixture_experiments_share_one_memory_mapped_data_file(smoke):
     assert len(paths) == 1
     path = paths.pop()
     data = np.load(smoke / path, mmap_mode="r")
-    assert data.dtype == np.float32 and data.shape == (2000 + 200, 576)  # smoke sizes
+    assert data.dtype == np.float32 and data.shape == (2000 + 200, 3 * 8)  # smoke: 8 bins
     assert "image_standin" in path  # the procedural stand-in, and its sample figure:
     for ext in ("png", "pdf"):
-        figure = f"imageclef_image_standin_seed0_num_heldout200_num_train2000.{ext}"
+        figure = f"imageclef_image_standin_seed0_num_bins8_num_heldout200_num_train2000.{ext}"
         assert (smoke / "results" / "figures" / figure).stat().st_size > 10_000
     for method, size in zip(MINIBATCHES, (50, 100, 500, 1000), strict=True):
         info = json.loads((run_folder(smoke, "gmm_minibatch", method) / "info.json").read_text())
