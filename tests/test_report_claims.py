@@ -148,6 +148,15 @@ def test_the_table_lists_every_claim_and_marks_the_unplanned_ones_not_run():
     row = table.set_index("claim").loc["E5"]
     assert row["experiment"] == "imageclef_small" and row["data"] == "simulated stand-in"
     assert "12x faster than NUTS, not the 100x" in row["verdict"]
+    assert "nats above" not in row["verdict"]  # ADVI ended where NUTS did
+
+
+def test_a_speed_verdict_says_when_advi_ends_well_above_nuts():
+    table = summary({"advi_M1": -655.8, "nuts": -831.7}, {"advi_M1": 6.3, "nuts": 62.9})
+    verdict = judge("E5", table, reference="nuts")
+    assert verdict.held is False and "9.98x faster than NUTS, not the 100x" in verdict.reason
+    assert verdict.reason.endswith("ended 176 nats above NUTS's final value (more than 1%): "
+                                   "NUTS stopped short of it")
 
 
 def test_experiment_facts_tell_the_stand_in_from_real_images():
