@@ -53,9 +53,31 @@ def rgb_histograms(image_dir: str | os.PathLike) -> np.ndarray:
 
 def channel_histograms(pixels: np.ndarray) -> np.ndarray:
     """R, G and B histograms of (P, 3) uint8 pixel values: (576,) float32, each block sums to 1."""
-    bins = pixels.astype(np.int64) * NUM_BINS // 256
-    counts = [np.bincount(bins[:, channel], minlength=NUM_BINS) for channel in range(3)]
-    return np.concatenate([c / c.sum() for c in counts]).astype(np.float32)
+    return batch_histograms(pixels[None])[0]
+
+
+def batch_histograms(images: np.ndarray, *, num_bins: int = NUM_BINS) -> np.ndarray:
+    """The R, G and B histograms of a batch of equally sized images, by one ``bincount``.
+
+    Args:
+        images: (n, ..., 3) uint8 RGB values, e.g. (n, H, W, 3) images or (n, P, 3) pixels.
+        num_bins: bins per channel, 1..256 (``NUM_BINS`` = 192, the paper's; value v goes to
+            bin floor(v * num_bins / 256)).
+
+    Returns:
+        (n, 3 * num_bins) float32; row i is image i's R, G and B histograms, each summing to 1.
+
+    Raises:
+        ValueError: ``num_bins`` is not an integer in 1..256.
+    """
+    if int(num_bins) != num_bins or not 1 <= num_bins <= 256:
+        raise ValueError(f"num_bins must be an integer in 1..256, got {num_bins!r}")
+    num = images.shape[0]
+    pixels = images.reshape(num, -1, 3)
+    bins = pixels.astype(np.int64) * num_bins // 256 + np.arange(3) * num_bins
+    bins += np.arange(num)[:, None, None] * (3 * num_bins)
+    counts = np.bincount(bins.ravel(), minlength=num * 3 * num_bins).reshape(num, 3 * num_bins)
+    return (counts / pixels.shape[1]).astype(np.float32)
 
 
 def standardise(features: np.ndarray, *, num_train: int | None = None) -> np.ndarray:

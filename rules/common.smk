@@ -2,6 +2,7 @@
 # functions the rules use.
 import re
 import shlex
+from pathlib import Path
 
 from snakemake.utils import validate
 
@@ -22,6 +23,13 @@ EXPERIMENTS = {experiment.name: experiment for experiment in PLAN.experiments}
 FIGURES = {experiment.figure: experiment for experiment in PLAN.experiments}
 # Figures of fitted factors (Figures 5c, 5d), by file stem.
 FACTORS = {e.factors.figure: e.factors for e in PLAN.experiments if e.factors is not None}
+# The procedural imageCLEF stand-ins in use (E5, E6 without data.image_dir), by file stem:
+# each gets a figure of its first images and their histograms.
+STANDIN_IMAGES = {
+    Path(job.path).stem: job
+    for job in PLAN.data.values()
+    if job.source == "imageclef" and job.image_dir is None and job.name == "image_standin"
+}
 RUNS = {(run.scale, run.experiment, run.method, str(run.seed)): run for run in PLAN.runs}
 # Path patterns; runs and data are laid out by runners/paths.py, as scripts/fit.py does.
 RUN_DIR = run_dir(RESULTS, "{scale}", "{experiment}", "{method}", "{seed}")
@@ -31,6 +39,7 @@ IMAGECLEF = imageclef_data_dir(RESULTS) / "{stem}.npy"
 SUMMARY = f"{RESULTS}/summaries/{{experiment}}.csv"
 SUMMARY_PAGE = f"{RESULTS}/summaries/{{experiment}}.html"
 FIGURE = f"{RESULTS}/figures/{{figure}}"
+STANDIN_FIGURE = f"{RESULTS}/figures/imageclef_{{stem}}"
 # "Close to the reference": within this fraction of its final heldout_lpd (summary, caption).
 TOLERANCE = 0.01
 
@@ -51,7 +60,8 @@ def one_of(names):
 
 
 def figure_files():
-    return expand(f"{FIGURE}.{{ext}}", figure=[*FIGURES, *FACTORS], ext=("png", "pdf"))
+    return [*expand(f"{FIGURE}.{{ext}}", figure=[*FIGURES, *FACTORS], ext=("png", "pdf")),
+            *expand(f"{STANDIN_FIGURE}.{{ext}}", stem=STANDIN_IMAGES, ext=("png", "pdf"))]
 
 
 def summary_files():
@@ -100,4 +110,9 @@ def image_dir_input(wildcards):
 
 
 def factors_input(wildcards):
-    return FACTORS[wildcards.figure].posterior_mean
+    """The run's posterior mean and, when frames are shown beside the factors, the data."""
+    factors = FACTORS[wildcards.figure]
+    inputs = {"posterior_mean": factors.posterior_mean}
+    if factors.data is not None:
+        inputs["data"] = factors.data  # the folder the fetch rule makes
+    return inputs

@@ -1,7 +1,8 @@
 # Per experiment: a summary table (final accuracy, seconds to reach the reference method's
+# Per experiment: a summary table (final accuracy, seconds to reach the reference method's
 # final accuracy; as CSV and as a full-width report page) and the accuracy-against-time
-# figure;
-# for the factorisation models also the factors of one run as images (Figures 5c, 5d).
+# figure; for the factorisation models also the factors of one run as images (Figures 5c,
+# 5d); for the procedural imageCLEF stand-in a sample of its images and their histograms.
 # Scripts read their declared inputs only: the planned runs of this configuration, never
 # whatever else lies under results/runs/.
 
@@ -61,7 +62,7 @@ rule plot_factors:
     wildcard_constraints:
         figure=one_of(FACTORS),
     input:
-        posterior_mean=factors_input,
+        unpack(factors_input),
     output:
         png=report(
             f"{FIGURE}.png",
@@ -76,3 +77,22 @@ rule plot_factors:
         factors=lambda wildcards: FACTORS[wildcards.figure],
     script:
         "../scripts/plot_factors.py"
+
+
+rule plot_standin_images:
+    wildcard_constraints:
+        stem=one_of(STANDIN_IMAGES),
+    output:
+        png=report(
+            f"{STANDIN_FIGURE}.png",
+            caption="../report/standin_images.rst",
+            category="Accuracy against time",
+            labels={"figure": "imageCLEF stand-in: {stem}"},
+        ),
+        pdf=f"{STANDIN_FIGURE}.pdf",
+    log:
+        f"{RESULTS}/logs/plot_standin_images/{{stem}}.log",
+    params:
+        job=lambda wildcards: STANDIN_IMAGES[wildcards.stem],
+    script:
+        "../scripts/plot_standin_images.py"

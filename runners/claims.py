@@ -67,7 +67,8 @@ CLAIMS: tuple[Claim, ...] = (
           "ADVI within 1% of NUTS's final heldout_lpd at least 10x sooner than NUTS"),
     Claim("E4", "Fig. 5b, 5d", "dirichlet_exponential_nmf",
           "NUTS struggles; ADVI finds sparse factors (at least 10x faster).",
-          "ADVI within 1% of NUTS's final heldout_lpd at least 10x sooner than NUTS"),
+          "ADVI within 1% of NUTS's final heldout_lpd at least 10x sooner than NUTS (the "
+          "factors are judged by eye in Fig. 5d and its caption, not here)"),
     Claim("E5", "Fig. 1a", "gmm",
           "ADVI is orders of magnitude faster; NUTS struggles, HMC fails.",
           "ADVI within 1% of NUTS's final heldout_lpd at least 100x sooner than NUTS"),
@@ -280,8 +281,13 @@ def judge_experiment(
             return Verdict(False, measured,
                            f"no ADVI run came within {percent} of {ref_label}'s final value")
         held = bool(speed_up >= needed)
+        best = max(advi, key=lambda m: final[m])
+        ahead = final[best] - final[reference]
+        beyond = (f"; {table.loc[best, 'label']} ended {ahead:.3g} nats above {ref_label}'s "
+                  f"final value (more than {percent}): {ref_label} stopped short of it"
+                  if ahead > tolerance * abs(final[reference]) else "")
         return Verdict(held, measured, f"ADVI was {times} faster than {ref_label}"
-                       + ("" if held else f", not the {needed:g}x the claim needs"))
+                       + ("" if held else f", not the {needed:g}x the claim needs") + beyond)
     failures = []
     off = [m for m in table.index
            if not abs(final[m] - final[reference]) <= tolerance * abs(final[reference])]
@@ -334,10 +340,12 @@ def _judge_minibatch(table: pd.DataFrame, final: pd.Series, parts: list[str]) ->
     worst_large = min(large, key=lambda m: final[m])
     best_small = max(small, key=lambda m: final[m])
     held = bool(final[worst_large] > final[best_small])
+    finals = final[list(sizes)]
     reason = (f"the worst B >= {MINIBATCH_THRESHOLD} ({table.loc[worst_large, 'label']}, "
               f"{final[worst_large]:.4g}) " + ("beat" if held else "did not beat")
               + f" the best smaller B ({table.loc[best_small, 'label']}, "
-              f"{final[best_small]:.4g})")
+              f"{final[best_small]:.4g}); the final values of all B span "
+              f"{finals.max() - finals.min():.3g} nats")
     return Verdict(held, measured, reason)
 
 
@@ -435,7 +443,8 @@ def experiment_facts(infos: Sequence[Mapping[str, Any]]) -> tuple[str, bool, str
     image_dir = (config.get("data") or {}).get("image_dir")
     if data.get("source") == "imageclef" or model == "gmm":
         origin = (f"real images from {image_dir}" if image_dir else
-                  "simulated stand-in for the imageCLEF histograms (no data.image_dir given)")
+                  "simulated stand-in for the imageCLEF histograms (datasets.simulate."
+                  f"{data.get('name')}; no data.image_dir given)")
     else:
         origin = f"{data.get('source', '')} {data.get('name', '')}".strip()
     return model, minibatched, origin

@@ -149,6 +149,11 @@ class FactorsConfig:
             first seed is used.
         site: the latent site, (I, K).
         image_shape: (rows, columns), rows * columns = I (Frey faces: 28 x 20 = 560).
+        top_frames: beside each factor k, the data rows (frames) with the largest posterior
+            mean loading ``theta[u, k]``, this many (0: the factors alone); the frames are
+            rows of the experiment's data file (``data.file``), drawn in ``image_shape``.
+        note: what was found about these factors beyond the figure (a study's outcome, with
+            its numbers), shown in the caption; empty: nothing.
     """
 
     figure: str = MISSING
@@ -157,10 +162,13 @@ class FactorsConfig:
     method: str = "advi_M1"
     site: str = "beta"
     image_shape: list[int] = field(default_factory=lambda: [28, 20])
+    top_frames: int = 0
+    note: str = ""
 
     def __post_init__(self) -> None:
         _check(self, "image_shape", lambda v: len(v) == 2 and min(v) >= 1,
                "two positive integers (rows, columns)")
+        _check(self, "top_frames", lambda v: int(v) == v and v >= 0, "an integer >= 0")
 
 
 @dataclass

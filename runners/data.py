@@ -12,8 +12,9 @@ Sources (``experiment.data.source``):
   the model reads, if it reads one file);
 - ``imageclef``: the (N, 576) float32 colour histograms of E5 and E6 as an .npy, the rows
   before the last ``n_heldout`` for training. By default a simulated stand-in,
-  ``datasets.simulate.<name>(seed, **simulate, out_path=...)`` (PAPER.md: the imageCLEF
-  features are not redistributable); with ``data.image_dir`` the RGB histograms of the
+  ``datasets.simulate.<name>(seed, **simulate, out_path=...)`` (the imageCLEF features are
+  not redistributable): ``image_standin``, the histograms of procedural images, or
+  ``gmm_standin``, rows of a Gaussian mixture; with ``data.image_dir`` the RGB histograms of the
   images in that folder (``datasets.images``), standardised with the mean and sd of the
   training rows. Both E5 and E6 read the same file (``np.load(mmap_mode="r")`` in
   ``models.gmm.load``), which is never copied per run.
@@ -35,6 +36,13 @@ import models
 from .config import Config
 from .files import atomic_open
 from .paths import fetched_data_dir, imageclef_data_path, simulated_data_path
+
+STANDINS = {
+    "image_standin": ("the standardised RGB histograms of procedural colour images, computed "
+                      "as a real image's are"),
+    "gmm_standin": "rows drawn from a diagonal Gaussian mixture (the model being fitted)",
+}
+"""What each imageCLEF stand-in of ``datasets.simulate`` is, for the captions."""
 
 
 def heldout_rows(run: Config) -> int:
@@ -73,7 +81,8 @@ def describe_data(run: Config) -> str:
             return (f"Data: real images, the standardised 576-dimensional RGB histograms of "
                     f"the images in {run.data.image_dir} (data.image_dir).")
         sizes = ", ".join(f"{k} = {v}" for k, v in sorted(run.experiment_scale().simulate.items()))
-        return (f"Data: a simulated stand-in for the imageCLEF colour histograms "
+        what = STANDINS.get(data.name, "simulated rows")
+        return (f"Data: a simulated stand-in for the imageCLEF colour histograms, {what} "
                 f"(datasets.simulate.{data.name}, seed {data.seed}, {sizes}), since the "
                 f"paper's features are not redistributable; data.image_dir=... runs the same "
                 f"experiment on real images.")

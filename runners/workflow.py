@@ -65,7 +65,9 @@ class RunJob(NamedTuple):
 
 class FactorsPlan(NamedTuple):
     """A figure of fitted factors (:class:`runners.config.FactorsConfig`) and the run it
-    draws: ``posterior_mean`` is that run's ``posterior_mean.npz``."""
+    draws: ``posterior_mean`` is that run's ``posterior_mean.npz``; when ``top_frames`` > 0,
+    ``data`` is the run's data folder (made by the data rules) and ``frames_file`` the file in
+    it whose rows are shown beside each factor (else both None)."""
 
     figure: str
     title: str
@@ -76,6 +78,15 @@ class FactorsPlan(NamedTuple):
     site: str
     image_shape: tuple[int, int]
     posterior_mean: str
+    top_frames: int = 0
+    data: str | None = None
+    note: str = ""
+    frames_file: str | None = None
+
+    @property
+    def frames(self) -> str | None:
+        """The data file whose rows (frames) are drawn beside the factors, or None."""
+        return None if self.data is None else str(Path(self.data) / self.frames_file)
 
     def __str__(self) -> str:
         """One line for the report's job parameters (which print parameters with str)."""
@@ -231,11 +242,16 @@ def _factors_plan(first: Config, runs: dict[str, RunJob], labels: dict[str, str]
         return None
     run = min(chosen, key=lambda r: r.seed)
     rows, columns = factors.image_shape
+    frames_file = first.experiment.data.file if factors.top_frames else None
+    if factors.top_frames and frames_file is None:
+        raise ValueError(f"experiment {first.experiment.name}: factors.top_frames needs "
+                         "data.file, the file whose rows are the frames")
     return FactorsPlan(
         figure=factors.figure, title=factors.title, claim=factors.claim,
         method=factors.method, label=labels[factors.method], seed=run.seed, site=factors.site,
         image_shape=(int(rows), int(columns)),
-        posterior_mean=run.posterior_mean,
+        posterior_mean=run.posterior_mean, top_frames=int(factors.top_frames),
+        data=run.data if frames_file else None, frames_file=frames_file, note=factors.note,
     )
 
 

@@ -6,9 +6,13 @@ each on its own grey scale (black: 0 or its minimum, white: its maximum). The va
 run's posterior mean (``posterior_mean.npz``, :mod:`runners.posterior`; for ADVI the mean
 of the last checkpoint's S draws from q).
 
+With ``top_frames`` (Figure 5c), each factor is drawn in a row beside the frames with the
+largest posterior mean loadings ``theta[u, k]`` on it, so a reader can judge whether the
+factors "pick out significant frames".
+
 Run by Snakemake (``snakemake.input``/``output``/``params.factors``) or from the shell:
 ``python scripts/plot_factors.py posterior_mean.npz out.png --site beta --shape 28 20``
-(also writes ``out.pdf``).
+(also writes ``out.pdf``; ``--frames frey_rawface.npy --top-frames 4`` adds the frames).
 """
 
 
@@ -59,17 +63,62 @@ def plot(images: np.ndarray, *, title: str, columns: int = 5) -> plt.Figure:
     return fig
 
 
+def top_loading_frames(theta: np.ndarray, count: int) -> np.ndarray:
+    """(K, count) indices u of the frames with the largest loadings theta[u, k], largest first.
+
+    Raises:
+        ValueError: theta is not a (U, K) matrix, or count is not in 1..U.
+    """
+    theta = np.asarray(theta)
+    if theta.ndim != 2 or not 1 <= count <= theta.shape[0]:
+        raise ValueError(f"cannot pick the top {count} frames of loadings of shape "
+                         f"{theta.shape}: need a (U, K) matrix with U >= {count}")
+    return np.argsort(-theta, axis=0, kind="stable")[:count].T
+
+
+def plot_with_frames(images: np.ndarray, theta: np.ndarray, frames: np.ndarray, *,
+                     count: int, title: str) -> plt.Figure:
+    """One row per factor k: its image, then the ``count`` frames loading most on it."""
+    top = top_loading_frames(theta, count)
+    rows, (height, width) = images.shape[0], images.shape[1:]
+    fig, axes = plt.subplots(rows, count + 1, squeeze=False, layout="constrained",
+                             figsize=(0.9 * (count + 1), 0.9 * rows * height / width + 0.5))
+    for k in range(rows):
+        axes[k, 0].imshow(images[k], cmap="gray", interpolation="nearest")
+        axes[k, 0].set_title(f"factor k = {k + 1}", fontsize=6)
+        for j, u in enumerate(top[k]):
+            axes[k, j + 1].imshow(frames[u].reshape(height, width), cmap="gray",
+                                  interpolation="nearest", vmin=0, vmax=255)
+            axes[k, j + 1].set_title(f"frame {u}: {theta[u, k]:.3g}", fontsize=6)
+    for ax in axes.flat:
+        ax.set_axis_off()
+    fig.suptitle(title, fontsize=9)
+    return fig
+
+
 def render(posterior_mean: str | os.PathLike, outputs: Sequence[str | os.PathLike], *,
-           site: str, shape: Sequence[int], title: str) -> tuple[int, ...]:
-    """Draws ``site`` of a ``posterior_mean.npz`` to each of ``outputs`` (format by suffix).
+           site: str, shape: Sequence[int], title: str,
+           frames: str | os.PathLike | None = None, top_frames: int = 0) -> tuple[int, ...]:
+    """Draws ``site`` of a ``posterior_mean.npz`` to each of ``outputs`` (format by suffix);
+    with ``top_frames`` > 0, beside each factor the rows of ``frames`` (an (N, I) .npy, its
+    first U rows being theta's) with the largest loadings ``theta[:, k]``.
 
     Returns:
         The site's shape (I, K).
     """
     arrays = read_posterior_mean(posterior_mean)
-    if site not in arrays:
-        raise KeyError(f"{posterior_mean} has no site {site!r}; it has {sorted(arrays)}")
-    figure = plot(factor_images(arrays[site], shape), title=title)
+    for name in (site, "theta") if top_frames else (site,):
+        if name not in arrays:
+            raise KeyError(f"{posterior_mean} has no site {name!r}; it has {sorted(arrays)}")
+    images = factor_images(arrays[site], shape)
+    if top_frames:
+        theta = arrays["theta"]
+        data = np.load(frames, mmap_mode="r")[: theta.shape[0]]
+        figure = plot_with_frames(images, theta, data, count=top_frames,
+                                  title=f"{title}:\neach factor and the {top_frames} frames "
+                                        "with the\nlargest loadings theta[u, k]")
+    else:
+        figure = plot(images, title=title)
     for path in outputs:
         with atomic_open(path, "wb") as f:
             figure.savefig(f, format=Path(path).suffix[1:], dpi=150)
@@ -82,7 +131,8 @@ def main() -> None:
         logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
         factors = snakemake.params.factors  # noqa: F821
         shape = render(snakemake.input.posterior_mean, list(snakemake.output),  # noqa: F821
-                       site=factors.site, shape=factors.image_shape, title=factors.title)
+                       site=factors.site, shape=factors.image_shape, title=factors.title,
+                       frames=factors.frames, top_frames=factors.top_frames)
         logging.info("drew %s %s of %s as %s images", factors.site, shape,
                      factors.posterior_mean, factors.image_shape)
         return
@@ -92,9 +142,13 @@ def main() -> None:
     parser.add_argument("--site", default="beta")
     parser.add_argument("--shape", type=int, nargs=2, default=(28, 20))
     parser.add_argument("--title", default="Factors")
+    parser.add_argument("--frames", type=Path, help="(N, I) .npy of the frames")
+    parser.add_argument("--top-frames", type=int, default=0,
+                        help="frames shown beside each factor (needs --frames)")
     args = parser.parse_args()
     render(args.posterior_mean, [args.out_png, args.out_png.with_suffix(".pdf")],
-           site=args.site, shape=args.shape, title=args.title)
+           site=args.site, shape=args.shape, title=args.title, frames=args.frames,
+           top_frames=args.top_frames)
 
 
 if __name__ == "__main__":

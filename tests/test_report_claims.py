@@ -91,6 +91,7 @@ def test_e6_larger_minibatches_must_beat_every_smaller_one(finals, held):
     verdict = judge("E6", table, reference="advi_M1_B1000")
     assert verdict.held is held
     assert ("did not beat" in verdict.reason) is not held
+    assert verdict.reason.endswith("the final values of all B span 1.1 nats")
 
 
 def test_advi_settings_are_read_from_method_names():
@@ -147,6 +148,15 @@ def test_the_table_lists_every_claim_and_marks_the_unplanned_ones_not_run():
     row = table.set_index("claim").loc["E5"]
     assert row["experiment"] == "imageclef_small" and row["data"] == "simulated stand-in"
     assert "12x faster than NUTS, not the 100x" in row["verdict"]
+    assert "nats above" not in row["verdict"]  # ADVI ended where NUTS did
+
+
+def test_a_speed_verdict_says_when_advi_ends_well_above_nuts():
+    table = summary({"advi_M1": -655.8, "nuts": -831.7}, {"advi_M1": 6.3, "nuts": 62.9})
+    verdict = judge("E5", table, reference="nuts")
+    assert verdict.held is False and "9.98x faster than NUTS, not the 100x" in verdict.reason
+    assert verdict.reason.endswith("ended 176 nats above NUTS's final value (more than 1%): "
+                                   "NUTS stopped short of it")
 
 
 def test_experiment_facts_tell_the_stand_in_from_real_images():
@@ -159,6 +169,7 @@ def test_experiment_facts_tell_the_stand_in_from_real_images():
     simulated = [info(None, data, None), info(500, data, None)]
     model, minibatched, origin = claims.experiment_facts(simulated)
     assert (model, minibatched) == ("gmm", True) and "simulated stand-in" in origin
+    assert "datasets.simulate.gmm_standin" in origin  # which stand-in
     real = [info(None, data, "/data/clef")]
     assert claims.experiment_facts(real) == ("gmm", False, "real images from /data/clef")
     assert claims.claim_of("gmm", minibatched=True) == "E6"

@@ -124,8 +124,13 @@ def test_the_mixture_experiments_share_one_memory_mapped_data_file(smoke):
     paths = {json.loads((run_folder(smoke, e, m) / "info.json").read_text())["data"]["path"]
              for e, m in RUNS if e in ("gmm", "gmm_minibatch")}
     assert len(paths) == 1
-    data = np.load(smoke / paths.pop(), mmap_mode="r")
-    assert data.dtype == np.float32 and data.shape == (2000 + 200, 16)  # smoke sizes
+    path = paths.pop()
+    data = np.load(smoke / path, mmap_mode="r")
+    assert data.dtype == np.float32 and data.shape == (2000 + 200, 3 * 8)  # smoke: 8 bins
+    assert "image_standin" in path  # the procedural stand-in, and its sample figure:
+    for ext in ("png", "pdf"):
+        figure = f"imageclef_image_standin_seed0_num_bins8_num_heldout200_num_train2000.{ext}"
+        assert (smoke / "results" / "figures" / figure).stat().st_size > 10_000
     for method, size in zip(MINIBATCHES, (50, 100, 500, 1000), strict=True):
         info = json.loads((run_folder(smoke, "gmm_minibatch", method) / "info.json").read_text())
         assert info["config"]["method"]["minibatch_size"] == size
@@ -185,6 +190,7 @@ def test_the_report_builds_with_the_measured_numbers_in_the_captions(report):
     assert "seconds_to_1pct_of_advi_M1_B1000" in html
     assert "ADVI gets there fastest" in html  # the paper's claim for Figure 4b
     assert "simulated stand-in for the imageCLEF" in " ".join(html.replace("\\n", " ").split())
+    assert "To use real images instead" in html  # the stand-in sample's caption
     assert "Gamma Poisson Factors" in html
 
 
