@@ -1,5 +1,6 @@
-"""What ``scripts/fit.py``'s command line adds to Hydra: one-line errors, and the guard that
-refuses a ``-m`` sweep writing two runs into one folder before any of them runs."""
+"""What ``scripts/fit.py``'s command line adds to Hydra: one-line errors (an unknown
+experiment, method or scale included, which Hydra itself reports in a dozen lines), and the
+guard that refuses a ``-m`` sweep writing two runs into one folder before any of them runs."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ from typing import Any, NoReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from .config import choices
+from .paths import CONF_DIR
 from .workflow import refuse_shared_folders
+
+GROUPS = ("experiment", "method", "scale")
+"""The config groups a user picks from on the command line (``conf/<group>/*.yaml``)."""
 
 
 def fail(error: BaseException) -> NoReturn:
@@ -23,6 +29,21 @@ def fail(error: BaseException) -> NoReturn:
         print(f"error: {type(error).__name__}: {error} (HYDRA_FULL_ERROR=1 shows where)",
               file=sys.stderr)
     sys.exit(1)
+
+
+def check_choices(argv: list[str]) -> None:
+    """Fails (:func:`fail`) on a ``group=name`` argument, ``group`` one of :data:`GROUPS`,
+    whose ``name`` (or any name of a ``-m`` sweep's ``a,b``) has no ``conf/<group>/<name>.yaml``,
+    naming the value and the valid choices, before Hydra composes anything."""
+    for arg in argv:
+        group, sep, value = arg.partition("=")
+        if not sep or group.lstrip("+~") not in GROUPS:
+            continue
+        group = group.lstrip("+~")
+        for name in value.split(","):
+            if not (CONF_DIR / group / f"{name}.yaml").is_file():
+                fail(ValueError(f"{group}={name!r} is not a choice; {group} is one of: "
+                                f"{choices(group)} (conf/{group}/*.yaml)"))
 
 
 class SweepGuard(Callback):

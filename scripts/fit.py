@@ -21,7 +21,7 @@ import sys
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from runners.cli import fail
+from runners.cli import check_choices, fail
 from runners.config import register, to_run
 from runners.interrupt import Interrupted, die_with_parent
 from runners.run import execute
@@ -43,4 +43,5 @@ def main(cfg: DictConfig) -> None:
 
 if __name__ == "__main__":
     die_with_parent()
+    check_choices(sys.argv[1:])
     main()

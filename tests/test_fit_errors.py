@@ -23,10 +23,16 @@ def fit(tmp_path, *overrides, **env):
      "error: ValueError: AdviConfig.grad_samples = 0: must be an integer >= 1"),
     (["experiment=gmm", "data.image_dir=/no/such/images"],
      "error: FileNotFoundError: image folder /no/such/images does not exist"),
+    (["experiment=nope"],  # Hydra's own report of an unknown choice is a dozen lines
+     "error: ValueError: experiment='nope' is not a choice; experiment is one of: "
+     "dirichlet_exponential_nmf, election88,"),
+    (["-m", "method=advi,nutz"],
+     "error: ValueError: method='nutz' is not a choice; method is one of: advi, advi_robust"),
 ])
 def test_an_error_is_one_line_naming_the_value(tmp_path, overrides, line):
     result = fit(tmp_path, *overrides)
     assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(line) and last.endswith("(HYDRA_FULL_ERROR=1 shows where)")
     assert "Traceback" not in result.stderr + result.stdout
