@@ -4,9 +4,10 @@ them.
 
 - :func:`time_ticks`: at least three labelled ticks on a log-seconds axis, however narrow
   its range (a range inside one decade gets 1-2-5 or finer steps).
-- :func:`split_off_axis`: methods whose whole curve lies far below the best final accuracy
-  (static HMC that never accepted, at -35 or -560 nats against ADVI's and NUTS's -5) are
-  left off the y-range, which then shows ADVI against NUTS; the figure prints their values.
+- :func:`split_off_axis`: methods whose whole curve lies far below the other methods' final
+  accuracy (static HMC that never accepted, at -35 or -560 nats against ADVI's and NUTS's
+  -5), or far above it (a degenerate fit), are left off the y-range, which then shows ADVI
+  against NUTS; the figure prints their values.
 - :func:`y_limits`: the y-range of the methods kept on the axis.
 - :func:`fill_title`: a figure title with the data sizes of the runs actually plotted.
 """
@@ -56,27 +57,31 @@ def time_ticks(low: float, high: float) -> list[float]:
     return [float(f"{t:.2g}") for t in np.geomspace(low, high, MIN_TICKS)]
 
 
-def split_off_axis(curves: pd.DataFrame, finals: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """The methods to draw on the y-axis, and those far below it (printed instead).
+def split_off_axis(curves: pd.DataFrame, finals: pd.DataFrame
+                   ) -> tuple[list[str], list[str], list[str]]:
+    """The methods to draw on the y-axis, and those far below or far above it (printed).
 
-    A method is off the axis when even its best mean value is below the best final
-    heldout_lpd (mean over seeds) by more than ``OFF_AXIS_FRACTION * |best final|`` and
-    :data:`OFF_AXIS_MIN_NATS`: drawing it would squash every other method into one line.
-    The method with the best final value is always on the axis.
+    The reference is the median over methods of the final heldout_lpd (mean over seeds);
+    the band around it is ``OFF_AXIS_FRACTION * |reference|``, at least
+    :data:`OFF_AXIS_MIN_NATS`. A method is below the axis when even its best mean value is
+    under the band (static HMC that never accepted), above it when its best mean value is
+    over the band (a degenerate fit whose held-out density grows without bound, as a
+    Gaussian mixture collapsing onto exact-zero histogram bins): drawing either would squash
+    every other method into one line.
 
     Args:
         curves: :func:`runners.summary.mean_curves` (``method, heldout_lpd``).
         finals: :func:`runners.summary.final_rows` (``method, heldout_lpd``).
 
     Returns:
-        (on the axis, off the axis), each in the order of ``curves``' methods.
+        (on the axis, below it, above it), each in the order of ``curves``' methods.
     """
-    final_means = finals.groupby("method")["heldout_lpd"].mean()
-    best_final = final_means.max()
-    floor = best_final - max(OFF_AXIS_FRACTION * abs(best_final), OFF_AXIS_MIN_NATS)
+    reference = finals.groupby("method")["heldout_lpd"].mean().median()
+    band = max(OFF_AXIS_FRACTION * abs(reference), OFF_AXIS_MIN_NATS)
     best_seen = curves.groupby("method", sort=False)["heldout_lpd"].max()
-    off = [m for m, value in best_seen.items() if value < floor]
-    return [m for m in best_seen.index if m not in off], off
+    below = [m for m, value in best_seen.items() if value < reference - band]
+    above = [m for m, value in best_seen.items() if value > reference + band]
+    return [m for m in best_seen.index if m not in below + above], below, above
 
 
 def y_limits(curves: pd.DataFrame, finals: pd.DataFrame) -> tuple[float, float]:

@@ -6,9 +6,10 @@ planned runs) and their ``info.json`` (``snakemake.input.infos``: the data sizes
 title). Each method's line is the mean over seeds at each checkpoint, with the range over
 seeds shaded when there are several. Axes as the paper: seconds on a log scale (at least
 three labelled ticks, :func:`runners.figures.time_ticks`), average log predictive on y.
-A method whose whole curve lies far below the others (static HMC that never accepted) is
-left off the y-range so that the others can be told apart: a triangle on the bottom edge
-marks its last checkpoint and its legend entry prints its final value
+A method whose whole curve lies far below the others (static HMC that never accepted), or
+far above them (a degenerate fit), is left off the y-range so that the others can be told
+apart: a triangle on the bottom (top) edge marks its last checkpoint and its legend entry
+prints its final value
 (:func:`runners.figures.split_off_axis`). The legend sits right of the axes, off the
 data. A method with no checkpoint after 0 s (an HMC run that could not make one transition
 within its budget) appears in the legend only; a curve of one or two checkpoints gets
@@ -48,7 +49,7 @@ def plot(traces: pd.DataFrame, *, title: str, methods: Sequence[str]) -> plt.Fig
     """The figure of one experiment's traces (see the module docstring)."""
     curves = mean_curves(traces[traces["wall_s"] > 0])
     finals = final_rows(traces)
-    on_axis, off_axis = split_off_axis(curves, finals)
+    on_axis, below, above = split_off_axis(curves, finals)
     bottom, top = y_limits(curves[curves["method"].isin(on_axis)],
                            finals[finals["method"].isin(on_axis)])
     fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
@@ -59,11 +60,13 @@ def plot(traces: pd.DataFrame, *, title: str, methods: Sequence[str]) -> plt.Fig
             ax.plot([], [], label=f"{label} (no checkpoint after 0 s)")
             continue
         label = curve["label"].iloc[0]
-        if method in off_axis:
+        if method in below + above:
             final = finals.loc[finals["method"] == method, "heldout_lpd"].mean()
-            ax.plot(curve["wall_s"].iloc[-1], 0, marker="v", markersize=8, clip_on=False,
+            side = "below" if method in below else "above"
+            ax.plot(curve["wall_s"].iloc[-1], 0 if side == "below" else 1,
+                    marker="v" if side == "below" else "^", markersize=8, clip_on=False,
                     linestyle="none", transform=ax.get_xaxis_transform(),
-                    label=f"{label} (final {final:.4g}, below the axis)")
+                    label=f"{label} (final {final:.4g}, {side} the axis)")
             continue
         (line,) = ax.plot(curve["wall_s"], curve["heldout_lpd"], label=label,
                           marker="o" if len(curve) < 3 else None, markersize=4)

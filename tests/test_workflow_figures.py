@@ -120,14 +120,24 @@ def test_a_method_far_below_the_rest_is_left_off_the_axis():
     traces = pd.concat([trace("advi", "ADVI", [1, 2, 4], [-6.0, -5.0, -4.8]),
                         trace("nuts", "NUTS", [3, 30, 300], [-5.2, -4.6, -4.5]),
                         trace("hmc", "HMC", [50, 100], [-36.0, -35.7])])
-    on, off = split_off_axis(mean_curves(traces), final_rows(traces))
-    assert on == ["advi", "nuts"] and off == ["hmc"]
+    on, below, above = split_off_axis(mean_curves(traces), final_rows(traces))
+    assert on == ["advi", "nuts"] and below == ["hmc"] and above == []
+
+
+def test_a_degenerate_method_far_above_the_rest_is_left_off_the_axis_too():
+    # E5 on histogram data: a fit whose held-out density grows without bound
+    traces = pd.concat([trace("advi", "ADVI", [1, 2, 4], [-900.0, -700.0, -655.8]),
+                        trace("robust", "ADVI robust", [1, 2], [-485.0, 156179.0]),
+                        trace("nuts", "NUTS", [3, 30, 300], [-900.0, -840.0, -831.7]),
+                        trace("hmc", "HMC", [50, 100], [-4300.0, -4298.0])])
+    on, below, above = split_off_axis(mean_curves(traces), final_rows(traces))
+    assert on == ["advi", "nuts"] and below == ["hmc"] and above == ["robust"]
 
 
 def test_close_methods_all_stay_on_the_axis():
     traces = pd.concat([trace("advi", "ADVI", [1, 2], [-0.70, -0.636]),
                         trace("nuts", "NUTS", [3, 60], [-0.9, -0.638])])
-    assert split_off_axis(mean_curves(traces), final_rows(traces)) == (["advi", "nuts"], [])
+    assert split_off_axis(mean_curves(traces), final_rows(traces)) == (["advi", "nuts"], [], [])
 
 
 def test_a_title_gets_the_data_sizes_the_runs_recorded():
