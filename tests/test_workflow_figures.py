@@ -134,6 +134,16 @@ def test_a_degenerate_method_far_above_the_rest_is_left_off_the_axis_too():
     assert on == ["advi", "nuts"] and below == ["hmc"] and above == ["robust"]
 
 
+def test_two_methods_far_below_two_others_leave_the_axis_to_the_better_pair():
+    # Figure 5b at smoke scale: ADVI's two lines against a stuck NUTS and static HMC
+    traces = pd.concat([trace("advi", "ADVI", [1, 3], [-6.5, -5.68]),
+                        trace("robust", "ADVI robust", [3], [-4.63]),
+                        trace("nuts", "NUTS", [6], [-489.2]),
+                        trace("hmc", "HMC", [0.7], [-561.4])])
+    on, below, above = split_off_axis(mean_curves(traces), final_rows(traces))
+    assert on == ["advi", "robust"] and sorted(below) == ["hmc", "nuts"] and above == []
+
+
 def test_close_methods_all_stay_on_the_axis():
     traces = pd.concat([trace("advi", "ADVI", [1, 2], [-0.70, -0.636]),
                         trace("nuts", "NUTS", [3, 60], [-0.9, -0.638])])
