@@ -12,7 +12,9 @@ compiles each on one core):
   compilation; iteration k draws from ``fold_in(fold_in(key, salt), k)``, so results do not
   depend on how the run is cut into chunks. With ``moments=True`` it also returns the
   per-chunk moments of the iterates that :mod:`advi.stationarity` needs;
-- ``elbo(params, key, salt, data)``: Stan's ``elbo_samples``-draw ELBO and log weights.
+- ``elbo(params, key, salt, data)``: Stan's ``elbo_samples``-draw ELBO and log weights;
+  with the stationarity stop (the robust preset), whose loop needs no ELBO, it is compiled
+  on first use only (Pareto k-hat's log weights, when asked for), not with the others.
 
 The model's arrays travel as an argument (``Target.data``), never as constants. Compiled
 functions are kept in a small in-process cache under the target's ``cache_key`` and the
@@ -134,6 +136,19 @@ def _make_elbo(target: Target, family: Family, S: int) -> Callable:
     return elbo
 
 
+class _LazyELBO:
+    """The compiled ELBO function, compiled on first call unless given ``compiled``."""
+
+    def __init__(self, target: Target, family: Family, S: int) -> None:
+        self.jitted = jax.jit(_make_elbo(target, family, S))
+        self.compiled: Callable | None = None
+
+    def __call__(self, params: Any, key: Array, salt: Array, data: Any) -> Any:
+        if self.compiled is None:
+            self.compiled = self.jitted.lower(params, key, salt, data).compile()
+        return self.compiled(params, key, salt, data)
+
+
 def _make_init(target: Target, family: Family, init: str) -> Callable:
     def initialise(rng_key: Array) -> tuple[Array, Any, Array]:
         keys = jax.random.split(rng_key, 4)
@@ -194,24 +209,25 @@ class CompiledADVI:
                     _CACHE.popitem(last=False)
         else:
             _CACHE.move_to_end(key)
-        self.init_fn, self.begin_fn, self.laplace_fns, self.chunk_fn, self.elbo_fn = cached
+        self.init_fn, self.begin_fn, self.laplace_fns, self.chunk_fn, self._elbo_fn = cached
 
     def _compile(self, target: Target, o: Options, optimizer: Any) -> tuple:
         initialise = jax.jit(_make_init(target, o.family, o.init))
         begin = jax.jit(_make_begin(optimizer))
         chunk = jax.jit(_make_chunk(target, o.family, optimizer, o.grad_samples,
                                     o.precondition, o.moments))
-        elbo = jax.jit(_make_elbo(target, o.family, o.elbo_samples))
         key = jax.random.PRNGKey(0)
         _, params, batch_key = jax.eval_shape(initialise, key)
         state = jax.eval_shape(begin, params)
         one = np.ones((), np.int32)
+        elbo = _LazyELBO(target, o.family, o.elbo_samples)
         lowered = [
             (initialise.lower(key), ONCE),
             (begin.lower(params), ONCE),
             (chunk.lower(state, np.ones((), self.dtype), key, one, one, target.data), None),
-            (elbo.lower(state.params, key, one, target.data), None),
         ]
+        if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
+            lowered.append((elbo.jitted.lower(state.params, key, one, target.data), None))
         fns = _laplace_functions(target) if o.laplace else None
         if fns is not None:
             keyed = (batch_key, target.data)
@@ -220,9 +236,11 @@ class CompiledADVI:
                 lowered.append((fns.precision.lower(params.mu, keyed), ONCE))
         with concurrent.futures.ThreadPoolExecutor(len(lowered)) as pool:
             done = list(pool.map(lambda low: low[0].compile(low[1]), lowered))
+        if not o.moments:
+            elbo.compiled = done.pop(3)
         if fns is not None:
-            fns = LogDensityFunctions(done[4], done[5] if fns.precision is not None else None)
-        return done[0], done[1], fns, done[2], done[3]
+            fns = LogDensityFunctions(done[3], done[4] if fns.precision is not None else None)
+        return done[0], done[1], fns, done[2], elbo
 
     def setup(self, rng_key: Array) -> tuple[Array, ADVIState, StartInfo]:
         """Keys (adapt, run, elbo), the initial state and how it was chosen (with the
@@ -247,8 +265,8 @@ class CompiledADVI:
 
     def elbo(self, params: Any, key: Array, salt: int) -> tuple[float, np.ndarray]:
         """The ELBO (``-inf`` where non-finite draws exhausted the budget) and log weights."""
-        value, ok, log_weights = self.elbo_fn(params, key, np.asarray(salt, np.int32),
-                                              self.target.data)
+        value, ok, log_weights = self._elbo_fn(params, key, np.asarray(salt, np.int32),
+                                               self.target.data)
         value = float(value)
         if not (bool(ok) and math.isfinite(value)):
             value = -math.inf

@@ -261,14 +261,19 @@ def _start_name(o: dict[str, Any], info: Any) -> str:
 
 
 def _khat_weights(compiled: CompiledADVI, params: Any, elbo_key: Array, khat_samples: int
-                  ) -> np.ndarray | None:
-    """log p - log q of ``khat_samples`` draws from q, or None (skipped, or minibatched)."""
+                  ) -> Callable[[], np.ndarray] | None:
+    """A function drawing log p - log q of ``khat_samples`` draws from q (on first use of
+    the result's ``khat_log_weights``), or None (skipped, or minibatched)."""
     if khat_samples == 0 or compiled.target.num_data is not None:
         return None
-    calls = -(-khat_samples // compiled.elbo_samples)
-    return np.concatenate(
-        [compiled.elbo(params, elbo_key, -1 - i)[1] for i in range(calls)]
-    )[:khat_samples]
+
+    def log_weights() -> np.ndarray:
+        calls = -(-khat_samples // compiled.elbo_samples)
+        return np.concatenate(
+            [compiled.elbo(params, elbo_key, -1 - i)[1] for i in range(calls)]
+        )[:khat_samples]
+
+    return log_weights
 
 
 def _fit_robust(compiled: CompiledADVI, state0: ADVIState, eta: float, *, run_key: Array,
@@ -305,7 +310,7 @@ def _fit_robust(compiled: CompiledADVI, state0: ADVIState, eta: float, *, run_ke
         approximation=approx, eta=out.eta, eta_adapted=eta_adapted, converged=out.converged,
         convergence_reason=out.reason, num_iterations=out.iteration, elbo_history=history,
         wall_s=out.wall_s, adapt_s=adapt_s, compile_s=compile_s,
-        khat_log_weights=_khat_weights(compiled, out.params, elbo_key, khat_samples),
+        khat_weights_fn=_khat_weights(compiled, out.params, elbo_key, khat_samples),
         restarts=tuple(out.restarts), warnings=tuple(notes), start=start,
         redraws=out.redraws,
     )
@@ -434,7 +439,7 @@ class _StanLoop:
             converged=h.converged, convergence_reason=h.reason,
             num_iterations=int(final.iteration), elbo_history=h.elbo_history(),
             wall_s=h.wall_s, adapt_s=h.adapt_s, compile_s=h.compile_s,
-            khat_log_weights=log_weights, restarts=tuple(h.restarts),
+            khat_weights_fn=log_weights, restarts=tuple(h.restarts),
             warnings=tuple(h.notes), start=h.start, redraws=int(final.redraws),
         )
 

@@ -144,9 +144,9 @@ class ADVIResult:
         adapt_s: seconds before the main loop: the start (the Laplace start's L-BFGS) and
             the eta search (part of ``wall_s``).
         compile_s: seconds spent compiling, not part of ``wall_s``.
-        khat_log_weights: (khat_samples,) log p(zeta_s) - log q(zeta_s) for draws from the
-            final q, or None (minibatch fits, whose log p is a minibatch estimate, or
-            ``khat_samples=0``); :attr:`pareto_khat` is computed from them.
+        khat_weights_fn: ``() -> (khat_samples,) float`` drawing the log weights of
+            :attr:`khat_log_weights`, or None (minibatch fits, whose log p is a minibatch
+            estimate, or ``khat_samples=0``).
         restarts: tuple of (iteration, failed eta, new eta) for each restart after
             non-finite draws.
         warnings: human-readable warnings issued during the fit.
@@ -166,11 +166,18 @@ class ADVIResult:
     wall_s: float
     adapt_s: float
     compile_s: float
-    khat_log_weights: np.ndarray | None
+    khat_weights_fn: Callable[[], np.ndarray] | None
     restarts: tuple[tuple[int, float, float], ...]
     warnings: tuple[str, ...]
     start: str = "init=random"
     redraws: int | None = None
+
+    @functools.cached_property
+    def khat_log_weights(self) -> np.ndarray | None:
+        """(khat_samples,) log p(zeta_s) - log q(zeta_s) for draws zeta_s from the final q,
+        or None (see ``khat_weights_fn``). Drawn on first access, not by :func:`advi.fit`:
+        the robust preset compiles its ELBO function only then."""
+        return None if self.khat_weights_fn is None else self.khat_weights_fn()
 
     @functools.cached_property
     def pareto_khat(self) -> float | None:

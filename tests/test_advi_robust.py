@@ -1,7 +1,10 @@
 """preset="robust": Laplace start, preconditioned steps, stationarity stop, averaging; presets
 and options; the step API; compiled functions reused across fits."""
 
+import contextlib
 import logging
+import math
+import re
 
 import jax
 import jax.numpy as jnp
@@ -110,20 +113,46 @@ def test_a_second_fit_of_the_same_shapes_compiles_nothing():
         mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
         numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
 
-    advi.fit(model, jnp.ones(7), rng_key=KEY, preset="robust").sample(KEY, 10)
+    first = advi.fit(model, jnp.ones(7), rng_key=KEY, preset="robust")
+    first.sample(KEY, 10)
+    assert first.khat_log_weights.shape == (advi.PRESETS["robust"]["khat_samples"],)
     other_data, other_key = jnp.full(7, 2.0, jnp.float32), jax.random.PRNGKey(1)
-    records = []
+    with _compiles() as compiled:
+        second = advi.fit(model, other_data, rng_key=other_key, preset="robust")
+        second.sample(KEY, 10)
+        assert math.isfinite(second.pareto_khat)
+    assert compiled == []
+    assert float(second.params.mu[0]) == pytest.approx(2.0, abs=0.1)
+
+
+def test_the_robust_fit_compiles_its_elbo_only_for_the_khat_weights():
+    def model(y):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(2.0))
+        numpyro.sample("y", dist.Normal(mu, sigma), obs=y)
+
+    y = jnp.linspace(-1.0, 3.0, 9)
+    with _compiles() as compiled:
+        result = advi.fit(model, y, rng_key=KEY, preset="robust", khat_samples=150)
+        assert not any(name.startswith("elbo") for name in compiled)
+        weights = result.khat_log_weights
+        assert [name for name in compiled if name.startswith("elbo")] == ["elbo"]
+    assert weights.shape == (150,) and np.all(np.isfinite(weights))
+    assert result.khat_log_weights is weights  # drawn once
+
+
+@contextlib.contextmanager
+def _compiles():
+    """The names of the functions JAX compiles inside the block."""
+    names = []
     handler = logging.Handler()
-    handler.emit = records.append
+    handler.emit = lambda r: names.extend(re.findall(r"Compiling jit\((\S+?)\)", r.getMessage()))
     logging.getLogger("jax").addHandler(handler)
     try:
         with jax.log_compiles():
-            second = advi.fit(model, other_data, rng_key=other_key, preset="robust")
-            second.sample(KEY, 10)
+            yield names
     finally:
         logging.getLogger("jax").removeHandler(handler)
-    assert [r.getMessage() for r in records if "Compiling" in r.getMessage()] == []
-    assert float(second.params.mu[0]) == pytest.approx(2.0, abs=0.1)
 
 
 def test_step_api_runs_a_users_own_loop():
