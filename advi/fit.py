@@ -206,7 +206,8 @@ def fit(
                   khat_samples=o["khat_samples"])
     if o["stop"] == "rhat":
         return _fit_robust(compiled, state0, float(eta), run_key=run_key, o=o,
-                           checkpoint=checkpoint, checkpoint_every=checkpoint_every, **common)
+                           checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                           burn_in=not bool(start_info.laplace), **common)
     return _optimise(
         compiled,
         state0,
@@ -279,12 +280,12 @@ def _khat_weights(compiled: CompiledADVI, params: Any, elbo_key: Array, khat_sam
 def _fit_robust(compiled: CompiledADVI, state0: ADVIState, eta: float, *, run_key: Array,
                 o: dict[str, Any], checkpoint: Callable | None, checkpoint_every: int,
                 compile_s: float, adapt_s: float, eta_adapted: bool, start: str,
-                elbo_key: Array, khat_samples: int) -> ADVIResult:
+                elbo_key: Array, khat_samples: int, burn_in: bool) -> ADVIResult:
     """The robust preset's loop (:mod:`advi.robust`) and its result."""
     out = robust.optimise(compiled, state0, eta, run_key=run_key,
                           chunk_len=math.gcd(o["eval_elbo"], checkpoint_every),
                           max_iter=o["max_iter"], checkpoint_every=checkpoint_every,
-                          checkpoint=checkpoint, wall_s=adapt_s)
+                          checkpoint=checkpoint, wall_s=adapt_s, burn_in=burn_in)
     notes = []
     if not out.converged and out.reason == "max_iter":
         notes.append(f"max_iter={o['max_iter']} reached before the iterates were stationary "

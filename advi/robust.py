@@ -3,12 +3,16 @@ their average (:mod:`advi.stationarity`).
 
 The run is cut into chunks of ``eval_elbo`` iterations; each chunk returns the moments of
 its iterates (:class:`advi.compiled.ChunkMoments`). The window is the second half of the
-chunks run so far (the first half is the transient), rounded down to a multiple of
+chunks run so far (the first half is the transient), or all of them when the run starts
+from an accepted Laplace start (q already at the mode with the curvature's scales: no
+transient to discard; where the mean-field optimum is elsewhere, split R-hat sees the drift
+between the window's first and last quarters and waits), rounded down to a multiple of
 :data:`advi.stationarity.RHAT_SPLITS`; the run stops when split R-hat over that window is
 below :data:`advi.stationarity.RHAT_THRESHOLD` for 95% of the monitored quantities (each
 mean and log standard deviation of q; :data:`advi.stationarity.RHAT_QUANTILE`), and returns
 the average of the iterates over the window. Non-finite draws beyond the redraw budget
-restart the run from the current average with eta / 10, and a fresh trace.
+restart the run from the current average with eta / 10, and a fresh trace whose first half
+is discarded.
 """
 
 from __future__ import annotations
@@ -24,13 +28,10 @@ import numpy as np
 
 from .compiled import ChunkMoments, CompiledADVI
 from .result import ADVIError, Approximation, CheckpointInfo
-from .stationarity import RHAT_SPLITS, split_rhat, stationary
+from .stationarity import split_rhat, stationary, window_chunks
 from .step import ADVIState, fresh_state
 
 logger = logging.getLogger("advi")
-
-MIN_WINDOW_CHUNKS = 2 * RHAT_SPLITS
-"""Chunks run before the first stationarity check (the window is half of them)."""
 
 SMALLEST_ETA = 1e-4
 """Below this eta a run that keeps meeting non-finite draws stops with ADVIError."""
@@ -63,7 +64,8 @@ class RobustOutcome(NamedTuple):
 class _Trace:
     """The per-chunk moments of the current phase, on the host."""
 
-    def __init__(self) -> None:
+    def __init__(self, burn_in: bool) -> None:
+        self.burn_in = burn_in
         self.params: list[Any] = []
         self.stat: list[np.ndarray] = []
         self.stat_sq: list[np.ndarray] = []
@@ -75,9 +77,7 @@ class _Trace:
 
     def window(self) -> int:
         """Chunks in the current window (0 before the first check)."""
-        if len(self.stat) < MIN_WINDOW_CHUNKS:
-            return 0
-        return len(self.stat) // 2 // RHAT_SPLITS * RHAT_SPLITS
+        return window_chunks(len(self.stat), self.burn_in)
 
     def rhat(self, chunk_len: int) -> tuple[bool, float]:
         """(stationary, the R-hat statistic) over the window; (False, nan) before it."""
@@ -105,13 +105,15 @@ def optimise(
     checkpoint_every: int,
     checkpoint: Callable[[CheckpointInfo], bool | None] | None,
     wall_s: float,
+    burn_in: bool = True,
 ) -> RobustOutcome:
-    """Run chunks until stationary, ``max_iter`` or the hook says stop (module docstring).
+    """Run chunks until stationary, ``max_iter`` or the hook says stop (module docstring);
+    ``burn_in`` False (after an accepted Laplace start) makes the window the whole trace.
 
     Raises:
         ADVIError: when non-finite draws persist below eta = :data:`SMALLEST_ETA`.
     """
-    trace, history, restarts = _Trace(), [], []
+    trace, history, restarts = _Trace(burn_in), [], []
     reason, converged = "max_iter", False
     while int(state.iteration) < max_iter:
         it = int(state.iteration)
@@ -121,7 +123,7 @@ def optimise(
         if bool(new_state.failed):
             wall_s += time.perf_counter() - tick
             state, eta = _restart(compiled, state, trace, chunk_len, eta, restarts)
-            trace = _Trace()
+            trace = _Trace(burn_in=True)
             continue
         state, it = new_state, int(new_state.iteration)
         steps = it - int(history[-1].iteration if history else 0)

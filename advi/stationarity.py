@@ -30,6 +30,20 @@ been at NUTS's since the Laplace start)."""
 RHAT_SPLITS = 4
 """The window is cut into this many consecutive pieces, each treated as one chain."""
 
+MIN_WINDOW_CHUNKS = 2 * RHAT_SPLITS
+"""Chunks run before the first stationarity check."""
+
+
+def window_chunks(num_chunks: int, burn_in: bool) -> int:
+    """The number of trailing chunks in the stationarity window after ``num_chunks`` chunks:
+    0 before :data:`MIN_WINDOW_CHUNKS`, else the second half of the trace (``burn_in``: the
+    first half is the transient) or all of it, rounded down to a multiple of
+    :data:`RHAT_SPLITS`."""
+    if num_chunks < MIN_WINDOW_CHUNKS:
+        return 0
+    kept = num_chunks // 2 if burn_in else num_chunks
+    return kept // RHAT_SPLITS * RHAT_SPLITS
+
 
 def split_rhat(sums: np.ndarray, sumsqs: np.ndarray, chunk_len: int,
                splits: int = RHAT_SPLITS) -> np.ndarray:

@@ -1,0 +1,41 @@
+"""The robust preset's stop: split R-hat from per-chunk moments, and the window it uses."""
+
+import numpy as np
+import pytest
+
+from advi.stationarity import MIN_WINDOW_CHUNKS, RHAT_SPLITS, split_rhat, stationary, window_chunks
+
+
+def _moments(trace: np.ndarray, chunk_len: int) -> tuple[np.ndarray, np.ndarray]:
+    chunks = trace.reshape(-1, chunk_len, trace.shape[1])
+    return chunks.sum(1), (chunks**2).sum(1)
+
+
+def test_split_rhat_from_chunk_moments_matches_the_textbook_formula():
+    rng = np.random.default_rng(0)
+    trace = rng.normal(size=(800, 3)) + np.linspace(0, 1, 800)[:, None] * [0, 1, 5]
+    rhat = split_rhat(*_moments(trace, 50), chunk_len=50)
+    pieces = trace.reshape(RHAT_SPLITS, -1, 3)  # BDA3 Section 11.4, four split chains
+    n = pieces.shape[1]
+    within = pieces.var(1, ddof=1).mean(0)
+    between_over_n = pieces.mean(1).var(0, ddof=1)
+    expected = np.sqrt(((n - 1) / n * within + between_over_n) / within)
+    np.testing.assert_allclose(rhat, expected, rtol=1e-6)
+    assert rhat[0] < 1.05 and rhat[2] > 1.5  # stationary vs. drifting
+    assert stationary(rhat, quantile=0.3) == (True, pytest.approx(np.quantile(rhat, 0.3)))
+    assert not stationary(rhat, quantile=0.95)[0]
+
+
+def test_split_rhat_refuses_a_window_it_cannot_split():
+    with pytest.raises(ValueError, match="6 chunks cannot be split into 4"):
+        split_rhat(np.zeros((6, 2)), np.zeros((6, 2)), chunk_len=10)
+
+
+@pytest.mark.parametrize(("chunks", "burn_in", "window"), [
+    (MIN_WINDOW_CHUNKS - 1, False, 0), (8, True, 4), (8, False, 8), (11, True, 4),
+    (11, False, 8), (16, True, 8), (17, False, 16),
+])
+def test_the_window_is_the_second_half_after_a_burn_in_else_the_whole_trace(
+        chunks, burn_in, window):
+    assert window_chunks(chunks, burn_in) == window
+    assert window % RHAT_SPLITS == 0
