@@ -154,18 +154,27 @@ def _host(fn: Callable, data: Any, dtype: Any) -> Callable[[np.ndarray], Any]:
 
 
 def _whitening(precision: np.ndarray | None, dim: int) -> tuple[np.ndarray, bool]:
-    """C with C C^T = precision^-1 (from its Cholesky factor), and whether precision is
-    positive definite; else the diagonal scaling 1 / sqrt(precision_kk) where positive (the
-    identity where precision is missing or not finite)."""
+    """C with C C^T = precision^-1 (lower triangular, from its Cholesky factor), and whether
+    precision is positive definite; else the diagonal scaling 1 / sqrt(precision_kk) where
+    positive, as a (K,) vector (ones where precision is missing or not finite)."""
     if precision is None or not np.all(np.isfinite(precision)):
-        return np.eye(dim), False
+        return np.ones(dim), False
     try:
         chol = np.linalg.cholesky(precision)
         return scipy.linalg.solve_triangular(chol, np.eye(dim), lower=True).T, True
     except np.linalg.LinAlgError:
         diag = np.diagonal(precision)
-        return np.diag(np.where(np.isfinite(diag) & (diag > 0), 1 / np.sqrt(np.abs(diag)), 1.0)
-                       ), False
+        return np.where(np.isfinite(diag) & (diag > 0), 1 / np.sqrt(np.abs(diag)), 1.0), False
+
+
+def _times(whiten: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """C u for a whitening C given as a matrix or as its diagonal."""
+    return whiten @ u if whiten.ndim == 2 else whiten * u
+
+
+def _times_transpose(whiten: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """C^T g for a whitening C given as a matrix or as its diagonal."""
+    return whiten.T @ g if whiten.ndim == 2 else whiten * g
 
 
 def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: Any,
@@ -179,13 +188,13 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
 
         def whitened(u: np.ndarray, base: np.ndarray = zeta, whiten: np.ndarray = whiten
                      ) -> Any:
-            value, grad = value_and_grad(base + whiten @ u)
+            value, grad = value_and_grad(base + _times(whiten, u))
             with np.errstate(all="ignore"):  # non-finite draws end the search in find_mode
-                return value, whiten.T @ np.asarray(grad, np.float64)
+                return value, _times_transpose(whiten, np.asarray(grad, np.float64))
 
         shift, _, used = find_mode(whitened, np.zeros_like(zeta), max_steps // stages,
                                    MODE_SD_TOL / 10 if stage > 0 else 0.0)
-        zeta, steps = zeta + whiten @ shift, steps + used
+        zeta, steps = zeta + _times(whiten, shift), steps + used
         if fns.precision is not None:
             precision = np.asarray(fns.precision(jnp.asarray(zeta, dtype), data), np.float64)
             precision = 0.5 * (precision + precision.T)
