@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from jax import Array
 
 INIT_SCHEMES = ("random", "zero", "stan")
-_LOG_2PI_E = float(jnp.log(2.0 * jnp.pi) + 1.0)
+_LOG_2PI_E = math.log(2.0 * math.pi) + 1.0
 
 
 def standard_normal(rng_key: Array, shape: tuple[int, ...], dtype: Any = float) -> Array:

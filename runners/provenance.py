@@ -33,7 +33,8 @@ def _git(*args: str) -> str | None:
 
 
 def environment() -> dict[str, Any]:
-    """Python and package versions, the JAX device, CPU count and the git commit."""
+    """Python and package versions, the JAX device, CPU count, ``XLA_FLAGS`` and the git
+    commit."""
     device = jax.devices()[0]
     status = _git("status", "--porcelain")
     return {
@@ -46,6 +47,7 @@ def environment() -> dict[str, Any]:
             "count": jax.device_count(),
         },
         "cpu_count": os.cpu_count(),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "git_commit": _git("rev-parse", "HEAD"),
         "git_dirty": None if status is None else bool(status),
     }

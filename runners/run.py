@@ -22,6 +22,7 @@ from .posterior import PosteriorMean
 from .provenance import environment
 from .scoring import make_log_likelihood
 from .trace import TraceWriter
+from .xla import fast_compile
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,8 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
         Interrupted: a signal stopped the run (its ``exit_code``: 128 + the signal).
     """
     start = time.perf_counter()
+    if run.scale.fast_compile:
+        fast_compile()
     method_name = run.method.run_name()
     out = run.run_dir()
     logger.info("%s / %s / seed %d -> %s", run.experiment.name, method_name, run.seed, out)
