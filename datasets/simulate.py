@@ -127,7 +127,8 @@ def image_standin(
     noise; a share near-grey, a share saturated; sizes per batch), in memory only: none is
     written as an image file. Each batch goes through ``datasets.images.batch_histograms``,
     the function that gives a real image (``data.image_dir``) its 576 R, G, B histogram
-    bins, and the rows are standardised with the mean and sd of the training rows as real
+    bins, dequantised as real images' are (``datasets.images.dequantisation_rng(seed)``),
+    and the rows are standardised with the mean and sd of the training rows as real
     images' are (``datasets.images.standardise``'s rule, by streamed sums). Row i is image i.
 
     Args:
@@ -143,7 +144,8 @@ def image_standin(
     """
     _require_counts(num_train=num_train, num_heldout=num_heldout)
     num_rows = num_train + num_heldout
-    blocks = (images.batch_histograms(batch, num_bins=num_bins)
+    rng = images.dequantisation_rng(seed)
+    blocks = (images.batch_histograms(batch, num_bins=num_bins, rng=rng)
               for batch in procedural.image_batches(seed, num_rows))
     return write_standardised(blocks, out_path, num_rows=num_rows, dim=3 * num_bins,
                               num_train=num_train)

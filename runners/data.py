@@ -114,7 +114,8 @@ def imageclef_features(
         path: the .npy file.
         simulator: ``datasets.simulate.<simulator>(seed, **kwargs, out_path=path)`` makes
             the stand-in when ``image_dir`` is None.
-        seed: the simulation's seed.
+        seed: the simulation's seed; with images, the seed of their dequantisation noise
+            (``datasets.images.dequantisation_rng``).
         kwargs: the simulator's sizes (num_train, num_heldout, dim, ...).
         image_dir: a folder of images, or None for the stand-in.
         num_heldout: with images: the last ``num_heldout`` images are held out, and the mean
@@ -126,7 +127,8 @@ def imageclef_features(
     path = Path(path)
     if image_dir is None:
         return Path(getattr(datasets.simulate, simulator)(seed, **kwargs, out_path=path))
-    features = datasets.images.rgb_histograms(image_dir)
+    features = datasets.images.rgb_histograms(
+        image_dir, rng=datasets.images.dequantisation_rng(seed))
     num_train = features.shape[0] - num_heldout
     if num_train < 2:
         raise ValueError(

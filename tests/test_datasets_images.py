@@ -54,3 +54,18 @@ def test_an_unreadable_image_is_named(tmp_path):
     (tmp_path / "b_broken.png").write_bytes(b"not a png at all")
     with pytest.raises(ValueError, match=r"cannot read image .*b_broken\.png"):
         images.rgb_histograms(tmp_path)
+
+
+def test_dequantised_histograms_are_the_counts_plus_uniform_noise_renormalised():
+    rng = np.random.default_rng(5)
+    batch = rng.integers(0, 256, size=(6, 10, 3), dtype=np.uint8)  # 10 pixels, many empty bins
+    exact = images.batch_histograms(batch, num_bins=16)
+    dequantised = images.batch_histograms(batch, num_bins=16, rng=images.dequantisation_rng(3))
+    noise = images.dequantisation_rng(3).uniform(size=(6, 3, 16))
+    counts = exact.reshape(6, 3, 16).astype(np.float64) * 10 + noise
+    np.testing.assert_allclose(dequantised.reshape(6, 3, 16),
+                               counts / counts.sum(-1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(dequantised.reshape(6, 3, 16).sum(-1), 1.0, rtol=1e-6)
+    # no two images share a value in a bin any more (the empty bins were all exactly 0)
+    assert (exact == 0).sum() > 100
+    assert all(np.unique(column).size == 6 for column in dequantised.T)
