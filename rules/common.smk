@@ -77,6 +77,11 @@ def run_job(wildcards):
     return RUNS[(wildcards.scale, wildcards.experiment, wildcards.method, wildcards.seed)]
 
 
+def fit_threads(wildcards):
+    """All cores for a timed run; one for a smoke run (its seconds are not measurements)."""
+    return 1 if wildcards.scale == "smoke" else (workflow.resource_settings.cores or 1)
+
+
 def fit_overrides(wildcards):
     """The run's Hydra overrides, quoted for the shell."""
     return " ".join(shlex.quote(o) for o in run_job(wildcards).overrides)

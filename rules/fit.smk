@@ -1,5 +1,6 @@
 # One job per run (experiment x method x seed). Each job takes all --cores, so that timed
-# runs never share the machine (on a cluster, set them with --set-threads fit=N). Progress
+# runs never share the machine (on a cluster, set them with --set-threads fit=N); smoke runs,
+# whose seconds are not measurements, take one core each and run side by side. Progress
 # (iterations, ELBO or acceptance, seconds) goes to the job's log. `exec` makes fit.py the
 # child of Snakemake itself, so it gets SIGTERM when Snakemake dies (runners/interrupt.py)
 # and stops at its next checkpoint, keeping its run as seed<k>.partial.
@@ -17,6 +18,6 @@ rule fit:
     params:
         script=f"{workflow.basedir}/scripts/fit.py",
         overrides=fit_overrides,
-    threads: workflow.resource_settings.cores or 1
+    threads: fit_threads
     shell:
         "exec python {params.script} {params.overrides} > {log} 2>&1"

@@ -53,10 +53,11 @@ def snakemake(workdir, *args, config=(), timeout=900, env=ENV):
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory, real_data):
-    """Runs the workflow once, every default experiment (2 fits at a time: smoke timings
-    need not be clean); skips without the real data sets (offline, no mirror)."""
+    """Runs the workflow once, every default experiment, as the README's smoke command
+    does (2 fits at a time: smoke timings need not be clean); skips without the real data
+    sets (offline, no mirror)."""
     workdir = tmp_path_factory.mktemp("workflow")
-    result = snakemake(workdir, "--cores", "2", "--set-threads", "fit=1")
+    result = snakemake(workdir, "--cores", "2")  # smoke fits take one core each
     assert result.returncode == 0, result.stderr[-3000:]
     return workdir
 
@@ -249,3 +250,17 @@ def test_the_only_lint_is_the_per_rule_conda_environment_that_the_snakefile_expl
     assert set(lints) == {"Specify a conda environment or container for each rule."}
     assert "`snakemake --lint` asks for a conda environment per rule" in (
         REPO_ROOT / "Snakefile").read_text()
+
+
+@pytest.mark.parametrize(("scale", "fit_threads"), [("smoke", 1), ("paper", 4)])
+def test_timed_fits_take_every_core_and_smoke_fits_one(tmp_path, scale, fit_threads):
+    command = ["snakemake", "--snakefile", str(REPO_ROOT / "Snakefile"), "--directory",
+               str(tmp_path), "--config", f"scale={scale}", "seeds=[0]",
+               "experiments=[linreg_ard]", "--cores", "4", "--dry-run"]
+    result = subprocess.run(command, cwd=tmp_path, env=ENV, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    jobs = result.stdout.split("rule fit:")[1:]
+    assert len(jobs) == len(LINREG_METHODS)
+    threads = [int(m) for job in jobs for m in re.findall(r"threads: (\d+)", job.split("\n\n")[0])]
+    assert threads == ([] if fit_threads == 1 else [fit_threads] * len(jobs))
