@@ -6,7 +6,7 @@ kernel; a loop of up to ``checkpoint_every`` transitions is compiled once, ahead
 stops, the chunk's draws are scored on the held-out data and a trace row is written.
 
 Budget: a run stops once its clock reaches ``budget_s``. Once the seconds per transition are
-known (after the first chunk), a chunk that would run past the budget is cut to the
+known (from the first transition, run alone), a chunk that would run past the budget is cut to the
 transitions the remaining seconds afford at that rate (:func:`_affordable`), scored, and the
 run ends, so a run overshoots its budget by about one transition, not one chunk (two minutes
 for NUTS on the factorisations at paper scale). Static HMC needs more
@@ -91,9 +91,11 @@ def _affordable(wanted: int, remaining_s: float, spent_s: float, done: int) -> i
     """Transitions of the next chunk: ``wanted``, or fewer when, at the seconds per
     transition so far (``spent_s / done``), the budget's ``remaining_s`` will not take
     them all; then ceil(remaining / per transition) >= 1, so a run overshoots its budget by
-    about one transition rather than one chunk. ``wanted`` before the first transition."""
+    about one transition rather than one chunk. Before the first transition the rate is
+    unknown: one transition, whose seconds give it (a first chunk of 50 early-warmup NUTS
+    transitions at full tree depth took 30 s on a 3-s budget)."""
     if done <= 0 or spent_s <= 0:
-        return wanted
+        return 1
     return int(max(1, min(wanted, math.ceil(remaining_s * done / spent_s))))
 
 

@@ -8,14 +8,19 @@ from runners.interrupt import Interrupted, stop_on_signals
 
 
 def test_the_first_sigint_asks_to_stop_and_a_second_interrupts_at_once():
-    before = signal.getsignal(signal.SIGINT)
-    with stop_on_signals() as stop:
-        assert stop() is None
-        signal.raise_signal(signal.SIGINT)
-        assert stop() == "interrupted by SIGINT"
-        with pytest.raises(KeyboardInterrupt):
+    # Python's own Ctrl-C handler, as in a terminal (a shell starts background jobs, such as
+    # a pytest run with &, with SIGINT ignored, and Python then keeps it ignored)
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with stop_on_signals() as stop:
+            assert stop() is None
             signal.raise_signal(signal.SIGINT)
-    assert signal.getsignal(signal.SIGINT) is before
+            assert stop() == "interrupted by SIGINT"
+            with pytest.raises(KeyboardInterrupt):
+                signal.raise_signal(signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, outer)
 
 
 def test_repeated_sigterms_are_one_request_and_the_process_lives_on():

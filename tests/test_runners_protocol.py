@@ -135,7 +135,8 @@ def test_advi_starting_point_is_near_the_posterior_mean():
 
 def test_mcmc_stops_at_the_first_checkpoint_past_its_budget(tmp_path):
     facts, trace = _run(run_mcmc, NUTS, tmp_path, budget_s=1e-9)
-    assert len(trace) == 1 and facts["stopped_by_budget"] and facts["iterations"] == 20
+    # the first transition runs alone (to time it) and already passes the budget
+    assert len(trace) == 1 and facts["stopped_by_budget"] and facts["iterations"] == 1
 
 
 class _SecondPerChunk(Stopwatch):
@@ -150,14 +151,25 @@ class _SecondPerChunk(Stopwatch):
 def test_mcmc_cuts_the_chunk_that_would_run_past_its_budget(tmp_path, monkeypatch):
     monkeypatch.setattr(mcmc_runner, "Stopwatch", _SecondPerChunk)
     method = NutsConfig(num_warmup=60, num_samples=60, checkpoint_every=30)
+    facts, trace = _run(run_mcmc, method, tmp_path, budget_s=5.5)
+    # Each piece takes 1 s on this clock: the first transition alone, then what the rate so
+    # far affords of the remaining seconds: 5, 11, 13 (the first chunk, at 4 s), 12, 5:
+    # the second chunk is cut at 17 of its 30 transitions, one piece past the budget.
+    assert list(trace["iteration"]) == [30, 47] and list(trace["wall_s"]) == [4.0, 6.0]
+    assert facts["stopped_by_budget"] and facts["stop_reason"] == "the budget of 5.5 s was reached"
+
+
+def test_a_slow_first_transition_stops_the_run_within_its_chunk(tmp_path, monkeypatch):
+    monkeypatch.setattr(mcmc_runner, "Stopwatch", _SecondPerChunk)
+    method = NutsConfig(num_warmup=60, num_samples=60, checkpoint_every=30)
     facts, trace = _run(run_mcmc, method, tmp_path, budget_s=1.5)
-    # 30 transitions took 1 s, so the remaining 0.5 s afford 15 of the next chunk's 30.
-    assert list(trace["iteration"]) == [30, 45] and list(trace["wall_s"]) == [1.0, 2.0]
-    assert facts["stopped_by_budget"] and facts["stop_reason"] == "the budget of 1.5 s was reached"
+    # the first transition took 1 s: the 0.5 s left afford one more, not the other 29
+    assert list(trace["iteration"]) == [2] and list(trace["wall_s"]) == [2.0]
+    assert facts["stopped_by_budget"]
 
 
 @pytest.mark.parametrize(("args", "expected"), [
-    ((50, 10.0, 0.0, 0), 50),  # rate unknown before the first transition: the whole chunk
+    ((50, 10.0, 0.0, 0), 1),  # rate unknown before the first transition: that one alone
     ((50, 10.0, 5.0, 50), 50),  # 0.1 s per transition: 100 fit, 50 asked
     ((50, 1.01, 5.0, 50), 11),  # ceil(10.1)
     ((50, 0.0, 5.0, 50), 1),  # at least one
