@@ -13,6 +13,8 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, insta
 RUNS = "results/runs/smoke/linreg_ard/advi_M1"
 TARGETS = ["results/summaries/linreg_ard.csv", "results/figures/fig4a_linreg_ard.png",
            "results/claims.csv"]
+# one worker runs this module under pytest-xdist: its fixture runs once
+pytestmark = pytest.mark.xdist_group("workflow_inputs")
 
 
 def workflow(workdir, seeds):
