@@ -5,17 +5,23 @@ kernel; a loop of up to ``checkpoint_every`` transitions is compiled once, ahead
 (its compile seconds are reported apart), and run with the clock on. Between chunks the clock
 stops, the chunk's draws are scored on the held-out data and a trace row is written.
 
-Budget: a run stops once its clock reaches ``budget_s``. Once the seconds per transition are
-known (from the first transition, run alone), a chunk that would run past the budget is cut to the
-transitions the remaining seconds afford at that rate (:func:`_affordable`), scored, and the
-run ends, so a run overshoots its budget by about one transition, not one chunk (two minutes
-for NUTS on the factorisations at paper scale). Static HMC needs more
-care: a transition takes ceil(trajectory_length / step_size) leapfrog steps, unbounded when
-warmup shrinks the step size (as on the factorisation and mixture models, where one
-transition can take hours), so the compiled loop stops before any transition whose
-leapfrog steps, known from the state before it runs, would take the run past its budget at
-the measured seconds per step; the run then ends there (``stop_reason`` in ``info.json``).
-NUTS's transitions are bounded by its tree depth (at most 2^depth - 1 steps).
+Budget: a run stops once its clock reaches ``budget_s``. The first transition runs alone and
+gives the seconds per transition and per leapfrog step; after it, a chunk that would run past
+the budget is cut to the transitions the remaining seconds afford at that rate
+(:func:`_affordable`), and the compiled loop also stops once its leapfrog steps reach what
+the remaining seconds afford at the measured seconds per step. The run is scored and ends
+there, so it overshoots its budget by about one transition, not one chunk (two minutes for
+NUTS on the factorisations at paper scale; on the smoke ones, whose early warmup
+transitions grow from a few leapfrog steps to 2^depth - 1, 20-30 s on a 3-s budget when the
+rate of the first transitions was trusted). NUTS stops after the transition that reaches
+the step limit (its next transition's steps are unknown, at most 2^depth - 1). Static HMC
+needs more care: a transition takes ceil(trajectory_length / step_size) leapfrog steps,
+unbounded when warmup shrinks the step size (as on the factorisation and mixture models,
+where one transition can take hours), so its loop stops *before* any transition whose
+leapfrog steps, known from the state before it runs, would take the run past its budget; the
+run then ends there (``stop_reason`` in ``info.json``). HMC's seconds per step are first
+timed on the model's gradient (:func:`seconds_per_gradient`), as its first transition may
+already be too long.
 
 Starting point (``method.init``): Stan's U(-2, 2) in zeta-space, or the mean of a quick
 mean-field ADVI fit (Stan's defaults), whose optimisation seconds start the chain's clock and
@@ -105,15 +111,17 @@ def _next_num_steps(state: Any) -> Any:
     return jnp.ceil(state.trajectory_length / state.adapt_state.step_size)
 
 
-def _make_chunk(sample_kernel: Callable[[Any], Any], *, capacity: int, limited: bool
+def _make_chunk(sample_kernel: Callable[[Any], Any], *, capacity: int, forecast: bool
                 ) -> Callable[..., Any]:
     """``run_chunk(state, length, step_limit) -> (state, count, records)``.
 
     Runs up to ``length`` <= ``capacity`` transitions (``length`` is a run-time argument,
-    so one compilation serves every chunk); with ``limited`` (static HMC) it stops before a
-    transition whose leapfrog steps (:func:`_next_num_steps`) would take the chunk's total
-    past ``step_limit`` (float; ``inf``: no limit). ``records`` are ``(z, diverging,
-    accept_prob, num_steps)`` with leading axis ``capacity``, the first ``count`` filled.
+    so one compilation serves every chunk), and no more leapfrog steps than ``step_limit``
+    (float; ``inf``: no limit): with ``forecast`` (static HMC) it stops before a transition
+    whose leapfrog steps (:func:`_next_num_steps`) would take the chunk's total past the
+    limit; without (NUTS) after the first transition that reaches it (at least one runs).
+    ``records`` are ``(z, diverging, accept_prob, num_steps)`` with leading axis
+    ``capacity``, the first ``count`` filled.
     """
 
     def run_chunk(state: Any, length: Any, step_limit: Any) -> tuple[Any, Any, Any]:
@@ -126,8 +134,8 @@ def _make_chunk(sample_kernel: Callable[[Any], Any], *, capacity: int, limited: 
 
         def more(carry: tuple[Any, ...]) -> Any:
             count, steps, state, _ = carry
-            if not limited:
-                return count < length
+            if not forecast:
+                return (count < length) & ((count == 0) | (steps < step_limit))
             return (count < length) & (steps + _next_num_steps(state) <= step_limit)
 
         def transition(carry: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -162,13 +170,15 @@ def _starting_point(model: Callable[..., None], train: dict[str, Any], init: str
 @dataclass
 class _Chain:
     """A chain being run: its state, its compiled chunk, its clock (``init_s`` of it spent
-    finding the starting point), HMC's seconds per leapfrog step (None for NUTS) and total
-    steps so far, and why it stopped early (None: it did not)."""
+    finding the starting point), whether it is static HMC, its seconds per leapfrog step
+    (None until known) and total steps so far, and why it stopped early (None: it did
+    not)."""
 
     state: Any
     chunk: Callable[..., Any]
     clock: Stopwatch
     init_s: float
+    is_hmc: bool
     step_s: float | None
     first_i: int
     steps: float = 0.0
@@ -209,22 +219,23 @@ def _start_chain(model: Callable[..., None], train: dict[str, Any], method: Mcmc
         **algo_kwargs,
     ))(param_info, rng_key=chain_key)
     run_chunk = jax.jit(
-        _make_chunk(sample_kernel, capacity=method.checkpoint_every, limited=not is_nuts))
+        _make_chunk(sample_kernel, capacity=method.checkpoint_every, forecast=not is_nuts))
     step_s = None if is_nuts else seconds_per_gradient(model_info.potential_fn, state.z)
     chunk = run_chunk.lower(state, np.int32(0), np.float32(0)).compile()
     jax.block_until_ready(state)
     logger.info("compiled in %.1f s", time.perf_counter() - compile_start)
     setup = {"compile_s": time.perf_counter() - setup_start - init_s, "init_s": init_s,
              "init_compile_s": init_compile_s}
-    chain = _Chain(state=state, chunk=chunk, clock=clock, init_s=init_s, step_s=step_s,
-                   first_i=int(state.i))
+    chain = _Chain(state=state, chunk=chunk, clock=clock, init_s=init_s, is_hmc=not is_nuts,
+                   step_s=step_s, first_i=int(state.i))
     return chain, jax.jit(jax.vmap(model_info.postprocess_fn)), setup
 
 
 def _run_piece(chain: _Chain, wanted: int, budget_s: float) -> tuple[Any, int]:
     """One compiled call of up to ``wanted`` transitions, clock on, cut to what the budget
-    affords (:func:`_affordable`; HMC: also its step limit, whose stop it records in
-    ``chain.stop_reason``). Returns the records of the transitions made and their count."""
+    affords (:func:`_affordable`, and the leapfrog steps at the seconds per step so far;
+    HMC's stop before a transition it cannot afford is recorded in ``chain.stop_reason``).
+    Returns the records of the transitions made and their count."""
     clock = chain.clock
     remaining_s = max(budget_s - clock.elapsed_s, 0.0)
     step_limit = np.inf if chain.step_s is None else remaining_s / chain.step_s
@@ -236,11 +247,10 @@ def _run_piece(chain: _Chain, wanted: int, budget_s: float) -> tuple[Any, int]:
         jax.block_until_ready(chain.state)
     count = int(count)
     records = jax.tree.map(lambda r: np.asarray(r)[:count], records)
-    if chain.step_s is None:
-        return records, count
     chain.steps += float(np.sum(records[3]))
-    chain.step_s = clock.elapsed_s / chain.steps if chain.steps else chain.step_s
-    if count < wanted and clock.elapsed_s < budget_s:
+    if chain.steps:
+        chain.step_s = (clock.elapsed_s - chain.init_s) / chain.steps
+    if chain.is_hmc and count < wanted and clock.elapsed_s < budget_s:
         needed = float(_next_num_steps(chain.state))
         remaining_s = max(budget_s - clock.elapsed_s, 0.0)
         if count == 0 or needed * chain.step_s > remaining_s:
