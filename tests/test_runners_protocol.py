@@ -8,6 +8,7 @@ import logging
 import re
 import time
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +23,7 @@ from scipy.stats import norm
 from runners import mcmc_runner
 from runners.advi_runner import run_advi
 from runners.config import AdviConfig, HmcConfig, NutsConfig
-from runners.mcmc_runner import _affordable, _starting_point, chunk_plan, run_mcmc
+from runners.mcmc_runner import _affordable, _make_chunk, _starting_point, chunk_plan, run_mcmc
 from runners.stopwatch import Stopwatch
 from runners.trace import TraceWriter
 
@@ -178,6 +179,33 @@ def test_a_slow_first_transition_stops_the_run_within_its_chunk(tmp_path, monkey
 ])
 def test_affordable_transitions(args, expected):
     assert _affordable(*args) == expected
+
+
+class _FakeNutsState(NamedTuple):
+    z: jax.Array
+    diverging: jax.Array
+    accept_prob: jax.Array
+    num_steps: jax.Array
+
+
+def _fake_nuts_kernel(state):
+    """Transitions of 1, 2, 4, 8, ... leapfrog steps, as early NUTS warmup's trees grow."""
+    return state._replace(z=state.z + 1.0, num_steps=2 * state.num_steps)
+
+
+@pytest.mark.parametrize(("step_limit", "count"), [
+    (np.inf, 10),  # no limit: the whole length
+    (6.0, 3),  # 1 + 2 + 4 = 7 steps: the third transition reaches the limit and is the last
+    (7.5, 4),  # 7 < 7.5: a fourth (8 steps) runs
+    (0.0, 1),  # at least one transition per call
+])
+def test_a_nuts_chunk_stops_after_the_transition_that_reaches_its_step_limit(step_limit, count):
+    chunk = jax.jit(_make_chunk(_fake_nuts_kernel, capacity=10, forecast=False))
+    start = _FakeNutsState(jnp.zeros(()), jnp.zeros((), bool), jnp.ones(()),
+                           jnp.full((), 0.5))  # the first transition doubles it to 1 step
+    state, made, records = chunk(start, np.int32(10), np.float32(step_limit))
+    assert int(made) == count and float(state.z) == count
+    np.testing.assert_allclose(records[3][:count], 2.0 ** np.arange(count))
 
 
 def test_hmc_stops_before_a_transition_that_would_pass_its_budget(tmp_path):
