@@ -1,7 +1,9 @@
 """The compiled functions of one :func:`advi.fit` configuration, and their reuse.
 
-These functions are compiled per model, data shapes and options, in parallel threads (XLA
-compiles each on one core):
+These functions are compiled per model, data shapes and options, each in a thread of its own
+as soon as it is lowered (the chunk, the longest, first), so that the lowering of the next
+(Python) overlaps the XLA compilation of those before; with the compile options of
+:mod:`advi.xla_options`:
 
 - ``init(rng_key) -> (keys, params, batch_key)``: the key split by purpose and the initial
   parameters; ``begin(params) -> state``: a fresh state there;
@@ -42,16 +44,11 @@ from .families import Family
 from .laplace import LogDensityFunctions, laplace_start, log_density_functions
 from .step import ADVIState, fresh_state, step
 from .target import Target
+from .xla_options import compile_options
 
 MINIBATCH_ELBO_BATCH = 5
 """Draws evaluated at a time by the ELBO of a minibatched target (:func:`elbo_estimate`'s
 ``batch_size``; full-data targets evaluate all S draws at once)."""
-
-ONCE = {"xla_backend_optimization_level": 0}
-"""XLA options for the functions a fit calls once or twice (init, begin, the Hessian): LLVM
-without optimisation compiles them in 40-60% less CPU time (E1, JAX 0.10: the Hessian 1.6 ->
-1.0 s, init 1.1 -> 0.4 s); the hot loop keeps full optimisation (E1's chunk ran 2.3x slower
-without it)."""
 
 CACHE_SIZE = 16
 """Configurations whose compiled functions are kept per process."""
@@ -145,15 +142,16 @@ class _LazyELBO:
 
     def __call__(self, params: Any, key: Array, salt: Array, data: Any) -> Any:
         if self.compiled is None:
-            self.compiled = self.jitted.lower(params, key, salt, data).compile()
+            lowered = self.jitted.lower(params, key, salt, data)
+            self.compiled = lowered.compile(compile_options(lowered))
         return self.compiled(params, key, salt, data)
 
 
 def _make_init(target: Target, family: Family, init: str) -> Callable:
-    def initialise(rng_key: Array) -> tuple[Array, Any, Array]:
+    def initialise(rng_key: Array) -> tuple[tuple[Array, ...], Any, Array]:
         keys = jax.random.split(rng_key, 4)
         params = family.init(keys[0], target.dim, init)
-        return keys[1:], params, jax.random.fold_in(keys[0], 1)
+        return tuple(keys[1:]), params, jax.random.fold_in(keys[0], 1)
 
     return initialise
 
@@ -221,28 +219,33 @@ class CompiledADVI:
         state = jax.eval_shape(begin, params)
         one = np.ones((), np.int32)
         elbo = _LazyELBO(target, o.family, o.elbo_samples)
-        lowered = [
-            (initialise.lower(key), ONCE),
-            (begin.lower(params), ONCE),
-            (chunk.lower(state, np.ones((), self.dtype), key, one, one, target.data), None),
-        ]
-        if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
-            lowered.append((elbo.jitted.lower(state.params, key, one, target.data), None))
         fns = _laplace_functions(target) if o.laplace else None
-        if fns is not None:
-            keyed = (batch_key, target.data)
-            lowered.append((fns.value_and_grad.lower(params.mu, keyed), None))
-            if fns.precision is not None:
-                lowered.append((fns.precision.lower(params.mu, keyed), ONCE))
-        with concurrent.futures.ThreadPoolExecutor(len(lowered)) as pool:
-            done = list(pool.map(lambda low: low[0].compile(low[1]), lowered))
-        if not o.moments:
-            elbo.compiled = done.pop(3)
-        if fns is not None:
-            fns = LogDensityFunctions(done[3], done[4] if fns.precision is not None else None)
-        return done[0], done[1], fns, done[2], elbo
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
 
-    def setup(self, rng_key: Array) -> tuple[Array, ADVIState, StartInfo]:
+            def submit(lowered: Any, once: bool = False) -> concurrent.futures.Future:
+                return pool.submit(lowered.compile, compile_options(lowered, once=once))
+
+            # the chunk, the longest to compile, first: each later lowering (Python, one at
+            # a time) overlaps the compilation of those before it
+            futures = {"chunk": submit(chunk.lower(state, np.ones((), self.dtype), key, one,
+                                                   one, target.data)),
+                       "init": submit(initialise.lower(key), once=True),
+                       "begin": submit(begin.lower(params), once=True)}
+            if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
+                futures["elbo"] = submit(elbo.jitted.lower(state.params, key, one, target.data))
+            if fns is not None:
+                keyed = (batch_key, target.data)
+                futures["value_and_grad"] = submit(fns.value_and_grad.lower(params.mu, keyed))
+                if fns.precision is not None:
+                    futures["precision"] = submit(fns.precision.lower(params.mu, keyed),
+                                                  once=True)
+            done = {name: future.result() for name, future in futures.items()}
+        elbo.compiled = done.get("elbo")
+        if fns is not None:
+            fns = LogDensityFunctions(done["value_and_grad"], done.get("precision"))
+        return done["init"], done["begin"], fns, done["chunk"], elbo
+
+    def setup(self, rng_key: Array) -> tuple[tuple[Array, ...], ADVIState, StartInfo]:
         """Keys (adapt, run, elbo), the initial state and how it was chosen (with the
         Laplace start, L-BFGS runs here, on the host)."""
         keys, params, batch_key = self.init_fn(rng_key)

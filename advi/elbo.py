@@ -44,27 +44,28 @@ def _finite_draws(
     shape: tuple[int, int],
     max_redraws: int,
     dtype: Any,
+    grad_dim: int,
 ) -> _Draws:
     """Draw eps (M, K) and evaluate, redrawing non-finite rows until none is left or the
-    redraw budget is spent. ``evaluate(eps, keys) -> (value (M,), grad (M, K))``."""
-    num, dim = shape
+    redraw budget is spent. ``evaluate(eps, keys) -> (value (M,), grad (M, grad_dim))``,
+    cast to ``dtype`` (the model is traced once, in the loop's body)."""
+    num, _ = shape
 
     def body(d: _Draws) -> _Draws:
         key, eps_key, batch_key = jax.random.split(d.key, 3)
         eps = jnp.where(d.bad[:, None], standard_normal(eps_key, shape, dtype), d.eps)
         value, grad = evaluate(eps, jax.random.split(batch_key, num))
+        value, grad = value.astype(dtype), grad.astype(dtype)
         bad = ~(jnp.isfinite(value) & jnp.all(jnp.isfinite(grad), axis=-1))
         return _Draws(eps, value, grad, bad, d.redraws + jnp.sum(d.bad, dtype=jnp.int32), key)
 
     def cond(d: _Draws) -> Array:
         return jnp.any(d.bad) & (d.redraws < max_redraws + num)
 
-    eps0 = jnp.zeros(shape, dtype)
-    value0, grad0 = jax.eval_shape(evaluate, eps0, jax.random.split(rng_key, num))
     start = _Draws(
-        eps=eps0,
-        value=jnp.zeros(value0.shape, value0.dtype),
-        grad=jnp.zeros(grad0.shape, grad0.dtype),
+        eps=jnp.zeros(shape, dtype),
+        value=jnp.zeros((num,), dtype),
+        grad=jnp.zeros((num, grad_dim), dtype),
         bad=jnp.ones((num,), bool),
         redraws=jnp.zeros((), jnp.int32),
         key=rng_key,
@@ -115,7 +116,8 @@ def elbo_grad(
         return value_and_grad(family.transform(params, eps), keys)
 
     draws = _finite_draws(
-        evaluate, rng_key, (grad_samples, dim), REDRAW_FACTOR * grad_samples, params.mu.dtype
+        evaluate, rng_key, (grad_samples, dim), REDRAW_FACTOR * grad_samples, params.mu.dtype,
+        grad_dim=dim,
     )
     _, pullback = jax.vjp(lambda p: family.transform(p, draws.eps), params)
     (grad_lp,) = pullback(draws.grad / grad_samples)
@@ -156,7 +158,8 @@ def elbo_estimate(
         value = values(family.transform(params, eps), keys)
         return value, jnp.zeros(eps.shape[:1] + (0,), value.dtype)  # no gradient needed
 
-    draws = _finite_draws(evaluate, rng_key, (elbo_samples, dim), elbo_samples, params.mu.dtype)
+    draws = _finite_draws(evaluate, rng_key, (elbo_samples, dim), elbo_samples, params.mu.dtype,
+                          grad_dim=0)
     log_q = family.log_q(params, family.transform(params, draws.eps))
     elbo = jnp.mean(draws.value) + family.entropy(params)
     return elbo, ~jnp.any(draws.bad), draws.value - log_q

@@ -95,10 +95,14 @@ def log_density_functions(log_density: Callable[[Array, Any], Array], dim: int,
                           hessian_max_dim: int = HESSIAN_MAX_DIM) -> LogDensityFunctions:
     """Jitted :class:`LogDensityFunctions` of ``log_density(zeta, data) -> ()`` (not yet
     compiled: the first call, or ``.lower(...).compile()``, compiles them)."""
+    value_and_grad = jax.jit(jax.value_and_grad(log_density))
     precision = None
     if dim <= hessian_max_dim:
-        precision = jax.jit(lambda zeta, data: -jax.hessian(log_density)(zeta, data))
-    return LogDensityFunctions(jax.jit(jax.value_and_grad(log_density)), precision)
+        # forward-mode over the jitted gradient: -H = -d(grad)/d(zeta), the model traced
+        # once for both functions (jax.hessian is jacfwd(jacrev), the same derivative)
+        precision = jax.jit(lambda zeta, data: -jax.jacfwd(
+            lambda z: value_and_grad(z, data)[1])(zeta))
+    return LogDensityFunctions(value_and_grad, precision)
 
 
 def find_mode(
@@ -150,7 +154,12 @@ def find_mode(
 
 
 def _host(fn: Callable, data: Any, dtype: Any) -> Callable[[np.ndarray], Any]:
-    return lambda zeta: fn(jnp.asarray(zeta, dtype), data)
+    return lambda zeta: fn(_device(zeta, dtype), data)
+
+
+def _device(x: Any, dtype: Any) -> Array:
+    """``x`` cast on the host and put on the device (no eager XLA op to compile)."""
+    return jnp.asarray(np.asarray(x, dtype))
 
 
 def _whitening(precision: np.ndarray | None, dim: int) -> tuple[np.ndarray, bool]:
@@ -196,7 +205,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
                                    MODE_SD_TOL / 10 if stage > 0 else 0.0)
         zeta, steps = zeta + _times(whiten, shift), steps + used
         if fns.precision is not None:
-            precision = np.asarray(fns.precision(jnp.asarray(zeta, dtype), data), np.float64)
+            precision = np.asarray(fns.precision(_device(zeta, dtype), data), np.float64)
             precision = 0.5 * (precision + precision.T)
     return zeta, precision, steps
 
@@ -234,16 +243,17 @@ def laplace_start(
     dtype = jnp.asarray(zeta0).dtype
     mode, precision, steps = _staged_mode(fns, np.asarray(zeta0), data, dtype, max_steps)
     value, grad = (np.asarray(a, np.float64)
-                   for a in fns.value_and_grad(jnp.asarray(mode, dtype), data))
+                   for a in fns.value_and_grad(_device(mode, dtype), data))
     grad_norm = float(np.linalg.norm(grad))
     dim = mode.shape[-1]
-    mu = jnp.asarray(mode, dtype)
+    mu = _device(mode, dtype)
     if precision is None:
         ok = bool(np.all(np.isfinite(grad)) and grad_norm <= GRAD_RTOL * max(1.0, abs(value)))
         if family.name == "fullrank":
-            return LaplaceStart(FullRankParams(mu, jnp.eye(dim, dtype=dtype)), ok, steps,
+            return LaplaceStart(FullRankParams(mu, _device(np.eye(dim), dtype)), ok, steps,
                                 grad_norm)
-        return LaplaceStart(MeanFieldParams(mu, jnp.zeros(dim, dtype)), ok, steps, grad_norm)
+        return LaplaceStart(MeanFieldParams(mu, _device(np.zeros(dim), dtype)), ok, steps,
+                            grad_norm)
     definite, newton_sd = _newton_sd(precision, grad)
     ok = definite and bool(np.all(np.isfinite(newton_sd)) and newton_sd.max() < MODE_SD_TOL)
     diag = np.diagonal(precision)
@@ -251,6 +261,6 @@ def laplace_start(
     if family.name == "fullrank":
         whiten, _ = _whitening(precision, dim)
         scale = np.linalg.cholesky(whiten @ whiten.T) if definite else np.diag(np.exp(omega))
-        return LaplaceStart(FullRankParams(mu, jnp.asarray(scale, dtype)), ok, steps,
+        return LaplaceStart(FullRankParams(mu, _device(scale, dtype)), ok, steps,
                             grad_norm)
-    return LaplaceStart(MeanFieldParams(mu, jnp.asarray(omega, dtype)), ok, steps, grad_norm)
+    return LaplaceStart(MeanFieldParams(mu, _device(omega, dtype)), ok, steps, grad_norm)

@@ -13,6 +13,7 @@ from jax import Array
 
 from .diagnostics import pareto_khat
 from .families import Family, standard_normal
+from .xla_options import compile_options
 
 
 class Approximation(NamedTuple):
@@ -64,7 +65,7 @@ def _sampler(cache_key: Any, family: Family, constrain_fn: Callable) -> Callable
     if key in _SAMPLERS:
         return _SAMPLERS[key]
 
-    @functools.partial(jax.jit, static_argnums=2)
+    @functools.partial(jax.jit, static_argnums=2, compiler_options=compile_options())
     def sample(params: Any, rng_key: Array, num_samples: int, data: Any) -> dict[str, Array]:
         eps = standard_normal(rng_key, (num_samples, params.mu.shape[-1]), params.mu.dtype)
         zeta = family.transform(params, eps)

@@ -24,7 +24,9 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from jax import Array
 
 from .compiled import ChunkMoments, CompiledADVI
 from .result import ADVIError, Approximation, CheckpointInfo
@@ -71,7 +73,7 @@ class _Trace:
         self.stat_sq: list[np.ndarray] = []
 
     def add(self, m: ChunkMoments) -> None:
-        self.params.append(m.params)
+        self.params.append(jax.tree.map(np.asarray, m.params))
         self.stat.append(np.asarray(m.stat))
         self.stat_sq.append(np.asarray(m.stat_sq))
 
@@ -90,8 +92,12 @@ class _Trace:
     def average(self, chunk_len: int) -> Any:
         """The iterate average over the window (the last chunk when the window is empty)."""
         size = max(self.window(), 1)
-        total = jax.tree.map(lambda *x: sum(x), *self.params[-size:])
-        return jax.tree.map(lambda x: x / (size * chunk_len), total)
+
+        def mean(*sums: np.ndarray) -> Array:  # on the host: no eager XLA op to compile
+            total = np.sum(np.stack(sums), axis=0, dtype=np.float64)
+            return jnp.asarray((total / (size * chunk_len)).astype(sums[0].dtype))
+
+        return jax.tree.map(mean, *self.params[-size:])
 
 
 def optimise(
