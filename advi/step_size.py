@@ -15,6 +15,7 @@ Any optax transform with a unit learning rate can be swapped in the same way
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 import jax
@@ -82,16 +83,22 @@ def scale_by_stan_step_size(
 
 OPTIMIZERS = ("stan", "adam", "rmsprop", "adagrad", "sgd")
 
+_SPEC = re.compile(r"^\s*(\w+)\s*(?:\((.*)\))?\s*$")
+
 
 def get_optimizer(name: str | optax.GradientTransformation) -> optax.GradientTransformation:
     """An optimiser with unit learning rate, by name or as given.
 
     ``"stan"`` is :func:`scale_by_stan_step_size` (the paper's sequence); ``"adam"``,
     ``"rmsprop"``, ``"adagrad"`` are optax's ``scale_by_adam``, ``scale_by_rms``,
-    ``scale_by_rss``; ``"sgd"`` is the identity. The ADVI loop multiplies the result by eta.
+    ``scale_by_rss``; ``"sgd"`` is the identity. A name may carry numeric keyword
+    arguments of its factory, e.g. ``"adam(b2=0.99)"`` (a string, so that it can key the
+    cache of compiled functions as a preset's value). The ADVI loop multiplies the result
+    by eta.
 
     Raises:
-        ValueError: for an unknown name.
+        ValueError: for an unknown name, or arguments that are not ``key=number`` pairs
+            the factory accepts.
     """
     if isinstance(name, optax.GradientTransformation):
         return name
@@ -102,6 +109,27 @@ def get_optimizer(name: str | optax.GradientTransformation) -> optax.GradientTra
         "adagrad": optax.scale_by_rss,
         "sgd": optax.identity,
     }
-    if name not in factories:
-        raise ValueError(f"optimizer={name!r} is unknown; use one of {OPTIMIZERS}")
-    return factories[name]()
+    match = _SPEC.match(name) if isinstance(name, str) else None
+    if match is None or match.group(1) not in factories:
+        raise ValueError(f"optimizer={name!r} is unknown; use one of {OPTIMIZERS}, optionally "
+                         "with numeric arguments as in 'adam(b2=0.99)', or an optax transform")
+    kwargs = _spec_arguments(name, match.group(2))
+    try:
+        return factories[match.group(1)](**kwargs)
+    except TypeError as err:
+        raise ValueError(f"optimizer={name!r}: {err}") from None
+
+
+def _spec_arguments(name: str, text: str | None) -> dict[str, float]:
+    """``"b1=0.9, b2=0.99"`` -> ``{"b1": 0.9, "b2": 0.99}``; ValueError naming ``name``."""
+    kwargs: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in (text or "").split(","))):
+        key, sep, value = (part.strip() for part in item.partition("="))
+        try:
+            if not (sep and key.isidentifier()):
+                raise ValueError
+            kwargs[key] = float(value)
+        except ValueError:
+            raise ValueError(f"optimizer={name!r}: {item!r} is not a key=number argument"
+                             ) from None
+    return kwargs

@@ -45,3 +45,26 @@ def test_optimizers_by_name():
     assert advi.get_optimizer("adam") is not None
     with pytest.raises(ValueError, match="optimizer='lbfgs'"):
         advi.get_optimizer("lbfgs")
+
+
+def test_an_optimizer_name_may_carry_numeric_arguments():
+    """"adam(b2=0.99)" is optax's scale_by_adam(b2=0.99): after one step from zero its second
+    moment is (1 - b2) g^2."""
+    params = {"x": jnp.zeros(3)}
+    grad = {"x": jnp.array([1.0, -2.0, 3.0])}
+    specs = (("adam", 0.999), ("adam(b2=0.99)", 0.99), (" adam ( b1 = 0.5, b2=0.9 ) ", 0.9))
+    for spec, b2 in specs:
+        opt = advi.get_optimizer(spec)
+        _, state = opt.update(grad, opt.init(params), params)
+        np.testing.assert_allclose(state.nu["x"], (1 - b2) * grad["x"] ** 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("spec, match", [
+    ("adam(b2)", "'b2' is not a key=number"),
+    ("adam(b2=fast)", "'b2=fast' is not a key=number"),
+    ("adam(beta=0.9)", "unexpected keyword argument 'beta'"),
+    ("adamw(b2=0.9)", "optimizer='adamw\\(b2=0.9\\)' is unknown"),
+])
+def test_bad_optimizer_arguments_are_named(spec, match):
+    with pytest.raises(ValueError, match=match):
+        advi.get_optimizer(spec)
