@@ -257,8 +257,7 @@ def from_numpyro(
     plate = None
     if minibatch_size is not None:
         plate = _data_plate(probe.plates, minibatch_plate, int(minibatch_size))
-    template = {name: jnp.zeros(shape) for name, shape in probe.shapes.items()}
-    flat, unravel = ravel_pytree(template)
+    dim, unravel = _ravel(probe.shapes)
 
     def seeded(rng_key: Array | None) -> Callable:
         key = jax.random.PRNGKey(0) if rng_key is None else rng_key
@@ -277,12 +276,12 @@ def from_numpyro(
     def constrain(zeta: Array, data: Any) -> dict[str, Array]:
         args, kwargs = rebuild(data)
         model_trace = trace(conditioned(seeded(None), zeta)).get_trace(*args, **kwargs)
-        return {name: model_trace[name]["value"] for name in template}
+        return {name: model_trace[name]["value"] for name in probe.shapes}
 
     return Target(
         log_density_fn=lambda zeta, rng_key, data: log_joint(seeded(rng_key), zeta, data),
         constrain_fn=constrain,
-        dim=int(flat.shape[0]),
+        dim=dim,
         data=data,
         num_data=None if plate is None else probe.plates[plate],
         full_log_density_fn=(
@@ -290,6 +289,20 @@ def from_numpyro(
         ),
         cache_key=_hashable(("numpyro", model, signature, minibatch_size, plate)),
     )
+
+
+def _ravel(shapes: dict[str, tuple[int, ...]]) -> tuple[int, Callable[[Array], dict]]:
+    """K and ``unravel(zeta (K,)) -> {site: array}`` of ``jax.flatten_util.ravel_pytree``
+    for the sites' shapes, found in ``jax.eval_shape``: no XLA op runs (eagerly, each would
+    compile, ~45 ms in a fresh process), and ``unravel`` holds only the static sizes."""
+    found = {}
+
+    def ravel() -> Array:
+        flat, found["unravel"] = ravel_pytree({name: jnp.zeros(shape)
+                                               for name, shape in shapes.items()})
+        return flat
+
+    return int(jax.eval_shape(ravel).shape[0]), found["unravel"]
 
 
 def _hashable(key: tuple) -> Hashable | None:
