@@ -66,10 +66,12 @@ def split_off_axis(curves: pd.DataFrame, finals: pd.DataFrame
     the method whose band holds the most methods' final values, the highest on a tie (ADVI
     and NUTS at -4.6 and -5.7 against static HMC and a stuck NUTS at -561 and -489: -4.6).
     A method is below the axis when even its best mean value is
-    under the band (static HMC that never accepted), above it when its best mean value is
-    over the band (a degenerate fit whose held-out density grows without bound, as a
-    Gaussian mixture collapsing onto exact-zero histogram bins): drawing either would squash
-    every other method into one line.
+    under the band (static HMC that never accepted), above it when its best mean value and
+    its final one are over the band (a degenerate fit whose held-out density grows without
+    bound, as a Gaussian mixture collapsing onto exact-zero histogram bins): drawing either
+    would squash every other method into one line. A curve that rises over the band and
+    falls back (a smoke-scale fit that overfits its tiny data) stays on the axis: its final
+    value is not above it.
 
     Args:
         curves: :func:`runners.summary.mean_curves` (``method, heldout_lpd``).
@@ -89,7 +91,8 @@ def split_off_axis(curves: pd.DataFrame, finals: pd.DataFrame
     band = band_of(reference)
     best_seen = curves.groupby("method", sort=False)["heldout_lpd"].max()
     below = [m for m, value in best_seen.items() if value < reference - band]
-    above = [m for m, value in best_seen.items() if value > reference + band]
+    above = [m for m, value in best_seen.items()
+             if min(value, final_means[m]) > reference + band]
     return [m for m in best_seen.index if m not in below + above], below, above
 
 

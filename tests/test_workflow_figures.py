@@ -134,6 +134,16 @@ def test_a_degenerate_method_far_above_the_rest_is_left_off_the_axis_too():
     assert on == ["advi", "nuts"] and below == ["hmc"] and above == ["robust"]
 
 
+def test_a_method_that_rises_above_the_rest_and_falls_back_stays_on_the_axis():
+    # E4 at smoke scale: robust ADVI's held-out score falls as it overfits 2 s of tiny data
+    traces = pd.concat([trace("advi", "ADVI", [1, 2, 3], [-6.47, -6.3, -6.26]),
+                        trace("robust", "ADVI robust", [0.6, 1.7, 3.4], [-4.66, -5.36, -10.73]),
+                        trace("nuts", "NUTS", [6], [-485.1]),
+                        trace("hmc", "HMC", [0.7], [-561.4])])
+    on, below, above = split_off_axis(mean_curves(traces), final_rows(traces))
+    assert on == ["advi", "robust"] and sorted(below) == ["hmc", "nuts"] and above == []
+
+
 def test_two_methods_far_below_two_others_leave_the_axis_to_the_better_pair():
     # Figure 5b at smoke scale: ADVI's two lines against a stuck NUTS and static HMC
     traces = pd.concat([trace("advi", "ADVI", [1, 3], [-6.5, -5.68]),
