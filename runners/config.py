@@ -54,9 +54,9 @@ class ScaleConfig:
         eval_draws: S, draws from q scored at each ADVI checkpoint (Stan's output_samples).
         mcmc_num_warmup: MCMC warmup iterations (Stan's default 1,000).
         mcmc_num_samples: MCMC post-warmup draws (Stan's default 1,000).
-        fast_compile: compile without XLA's backend (LLVM) optimisation
-            (:func:`runners.xla.fast_compile`): 30-45% less compile time, slower iterations;
-            for runs whose seconds are not measurements (``smoke``).
+        fast_compile: compile without XLA's backend (LLVM) optimisation and with the CPU's
+            older emitters (:func:`runners.xla.fast_compile`): about half the compile time,
+            slower iterations; for runs whose seconds are not measurements (``smoke``).
     """
 
     name: str = MISSING

@@ -5,15 +5,26 @@ import subprocess
 import sys
 
 from runners.paths import REPO_ROOT
-from runners.xla import FAST_COMPILE_FLAG, fast_compile
+from runners.xla import FAST_COMPILE_FLAGS, fast_compile
 
 
-def test_fast_compile_adds_the_flag_once_and_keeps_the_others(monkeypatch):
+def test_fast_compile_adds_the_flags_once_and_keeps_the_others(monkeypatch):
+    ours = " ".join(FAST_COMPILE_FLAGS)
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
-    assert fast_compile() == f"--xla_cpu_enable_fast_math=false {FAST_COMPILE_FLAG}"
-    assert fast_compile() == f"--xla_cpu_enable_fast_math=false {FAST_COMPILE_FLAG}"
+    assert fast_compile() == f"--xla_cpu_enable_fast_math=false {ours}"
+    assert fast_compile() == f"--xla_cpu_enable_fast_math=false {ours}"
+    monkeypatch.setenv("XLA_FLAGS", FAST_COMPILE_FLAGS[1])
+    assert fast_compile() == f"{FAST_COMPILE_FLAGS[1]} {FAST_COMPILE_FLAGS[0]}"
     monkeypatch.delenv("XLA_FLAGS")
-    assert fast_compile() == FAST_COMPILE_FLAG
+    assert fast_compile() == ours
+
+
+def test_the_fast_compile_flags_are_flags_xla_knows():
+    # an unknown flag stops XLA when it starts (see the test below)
+    env = {**os.environ, "XLA_FLAGS": " ".join(FAST_COMPILE_FLAGS)}
+    out = subprocess.run([sys.executable, "-c", "import jax.numpy as jnp; print(jnp.ones(1) + 1)"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
 
 
 def test_importing_what_a_run_imports_leaves_xla_unstarted():
