@@ -222,23 +222,24 @@ class CompiledADVI:
         fns = _laplace_functions(target) if o.laplace else None
         with concurrent.futures.ThreadPoolExecutor(6) as pool:
 
-            def submit(lowered: Any, once: bool = False) -> concurrent.futures.Future:
-                return pool.submit(lowered.compile, compile_options(lowered, once=once))
+            def submit(lowered: Any, calls: str = "many") -> concurrent.futures.Future:
+                return pool.submit(lowered.compile, compile_options(lowered, calls=calls))
 
             # the chunk, the longest to compile, first: each later lowering (Python, one at
             # a time) overlaps the compilation of those before it
             futures = {"chunk": submit(chunk.lower(state, np.ones((), self.dtype), key, one,
                                                    one, target.data)),
-                       "init": submit(initialise.lower(key), once=True),
-                       "begin": submit(begin.lower(params), once=True)}
+                       "init": submit(initialise.lower(key), calls="once"),
+                       "begin": submit(begin.lower(params), calls="once")}
             if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
                 futures["elbo"] = submit(elbo.jitted.lower(state.params, key, one, target.data))
             if fns is not None:
                 keyed = (batch_key, target.data)
-                futures["value_and_grad"] = submit(fns.value_and_grad.lower(params.mu, keyed))
+                futures["value_and_grad"] = submit(fns.value_and_grad.lower(params.mu, keyed),
+                                                   calls="bounded")
                 if fns.precision is not None:
                     futures["precision"] = submit(fns.precision.lower(params.mu, keyed),
-                                                  once=True)
+                                                  calls="once")
             done = {name: future.result() for name, future in futures.items()}
         elbo.compiled = done.get("elbo")
         if fns is not None:

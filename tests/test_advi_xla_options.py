@@ -26,19 +26,26 @@ def test_scatter_is_detected_in_the_gradient_of_a_gather_only():
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="CPU options")
-def test_cpu_options_by_role_and_by_scatter():
-    plain = xla_options.compile_options(jax.jit(dense).lower(X))
-    assert plain == {**xla_options.HOT, **xla_options.OLDER_EMITTERS}
-    once = xla_options.compile_options(jax.jit(dense).lower(X), once=True)
-    assert once == {**xla_options.ONCE, **xla_options.OLDER_EMITTERS}
-    # a scatter keeps XLA's newer emitters (the older ones loop over its updates serially)
+def test_cpu_options_by_how_often_a_function_runs_and_by_scatter():
+    older = xla_options.OLDER_EMITTERS
+    for fn in (dense, gathered):
+        lowered = jax.jit(fn).lower(X)
+        assert xla_options.compile_options(lowered, calls="once") == {**xla_options.ONCE, **older}
+        assert xla_options.compile_options(lowered, calls="bounded") == {**xla_options.HOT, **older}
+    assert xla_options.compile_options(jax.jit(dense).lower(X)) == {**xla_options.HOT, **older}
+    # a hot loop with a scatter keeps the newer emitters (the older ones loop over its updates)
     assert xla_options.compile_options(jax.jit(gathered).lower(X)) == xla_options.HOT
-    assert xla_options.compile_options(None) == plain
+    assert xla_options.compile_options(None) == {**xla_options.HOT, **older}
+
+
+def test_an_unknown_call_count_is_refused():
+    with pytest.raises(ValueError, match="calls='often'"):
+        xla_options.compile_options(None, calls="often")
 
 
 @pytest.mark.parametrize("fn", [gathered, dense])
-@pytest.mark.parametrize("once", [False, True])
-def test_the_options_change_compile_time_not_values(fn, once):
+@pytest.mark.parametrize("calls", xla_options.CALLS)
+def test_the_options_change_compile_time_not_values(fn, calls):
     lowered = jax.jit(fn).lower(X)
-    fast = lowered.compile(xla_options.compile_options(lowered, once=once))
+    fast = lowered.compile(xla_options.compile_options(lowered, calls=calls))
     np.testing.assert_allclose(fast(X), lowered.compile()(X), rtol=1e-6, atol=1e-7)
