@@ -35,8 +35,6 @@ from .step import ADVIState, StepInfo, init, step
 from .step_size import get_optimizer, scale_by_stan_step_size
 from .target import Target, from_log_density, from_numpyro
 
-enable_compilation_cache()
-
 __all__ = [
     "ADVIError",
     "ADVIResult",

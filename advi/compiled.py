@@ -210,6 +210,7 @@ class CompiledADVI:
         self.init_fn, self.begin_fn, self.laplace_fns, self.chunk_fn, self._elbo_fn = cached
 
     def _compile(self, target: Target, o: Options, optimizer: Any) -> tuple:
+        data, target = target.data, target._replace(data=None)  # the cache keeps no data
         initialise = jax.jit(_make_init(target, o.family, o.init))
         begin = jax.jit(_make_begin(optimizer))
         chunk = jax.jit(_make_chunk(target, o.family, optimizer, o.grad_samples,
@@ -228,13 +229,13 @@ class CompiledADVI:
             # the chunk, the longest to compile, first: each later lowering (Python, one at
             # a time) overlaps the compilation of those before it
             futures = {"chunk": submit(chunk.lower(state, np.ones((), self.dtype), key, one,
-                                                   one, target.data)),
+                                                   one, data)),
                        "init": submit(initialise.lower(key), calls="once"),
                        "begin": submit(begin.lower(params), calls="once")}
             if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
-                futures["elbo"] = submit(elbo.jitted.lower(state.params, key, one, target.data))
+                futures["elbo"] = submit(elbo.jitted.lower(state.params, key, one, data))
             if fns is not None:
-                keyed = (batch_key, target.data)
+                keyed = (batch_key, data)
                 futures["value_and_grad"] = submit(fns.value_and_grad.lower(params.mu, keyed),
                                                    calls="bounded")
                 if fns.precision is not None:

@@ -23,6 +23,7 @@ import numpy as np
 from jax import Array
 
 from . import robust
+from .cache import enable_default_cache
 from .compiled import CompiledADVI, Options
 from .convergence import ConvergenceMonitor
 from .families import INIT_SCHEMES, get_family
@@ -181,6 +182,7 @@ def fit(
     target = _target(model, model_args, model_kwargs, o)
     _check_size(target, o)
     opt = get_optimizer(o["optimizer"])
+    enable_default_cache()
     checkpoint_every = o["checkpoint_every"] or o["eval_elbo"]
     start = time.perf_counter()
     logger.info("compiling the start, iteration and ELBO functions ...")

@@ -26,35 +26,35 @@ to say when it got there:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 STARTS = ("init", "laplace")
 STOPS = ("relative_elbo", "rhat")
 
-PRESETS: dict[str, dict[str, Any]] = {
-    "stan": {
-        "family": "meanfield",
-        "grad_samples": 1,
-        "elbo_samples": 100,
-        "eta": None,
-        "adapt_iter": 50,
-        "tol_rel_obj": 0.01,
-        "eval_elbo": 100,
-        "max_iter": 10000,
-        "minibatch_size": None,
-        "minibatch_plate": None,
-        "checkpoint_every": None,
-        "init": "random",
-        "optimizer": "stan",
-        "khat_samples": 1000,
-        "start": "init",
-        "stop": "relative_elbo",
-        "precondition": False,
-        "fullrank_max_dim": 5000,
-    },
+_STAN: dict[str, Any] = {
+    "family": "meanfield",
+    "grad_samples": 1,
+    "elbo_samples": 100,
+    "eta": None,
+    "adapt_iter": 50,
+    "tol_rel_obj": 0.01,
+    "eval_elbo": 100,
+    "max_iter": 10000,
+    "minibatch_size": None,
+    "minibatch_plate": None,
+    "checkpoint_every": None,
+    "init": "random",
+    "optimizer": "stan",
+    "khat_samples": 1000,
+    "start": "init",
+    "stop": "relative_elbo",
+    "precondition": False,
+    "fullrank_max_dim": 5000,
 }
-PRESETS["robust"] = {
-    **PRESETS["stan"],
+_ROBUST = {
+    **_STAN,
     "eta": 0.1,
     "eval_elbo": 50,
     "optimizer": "adam(b2=0.99)",
@@ -62,6 +62,10 @@ PRESETS["robust"] = {
     "stop": "rhat",
     "precondition": True,
 }
+PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {"stan": MappingProxyType(_STAN), "robust": MappingProxyType(_ROBUST)}
+)
+"""Read-only: preset name -> its options (a read-only mapping)."""
 
 OPTIONS = tuple(PRESETS["stan"])
 """The option names :func:`advi.fit` accepts besides model, data, key, preset and hook."""

@@ -352,9 +352,12 @@ def _split_data(
         for leaf, a in zip(leaves, is_array, strict=True)
     ))
 
+    # the arrays' places hold None: rebuild (kept with compiled code) holds none of the data
+    skeleton = [None if a else leaf for leaf, a in zip(leaves, is_array, strict=True)]
+
     def rebuild(data: tuple) -> tuple[tuple, dict[str, Any]]:
         arrays = iter(data)
-        merged = [next(arrays) if a else leaf for leaf, a in zip(leaves, is_array, strict=True)]
+        merged = [next(arrays) if a else leaf for leaf, a in zip(skeleton, is_array, strict=True)]
         return jax.tree.unflatten(treedef, merged)
 
     return data, rebuild, signature

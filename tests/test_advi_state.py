@@ -1,0 +1,75 @@
+"""No hidden state: importing advi changes no JAX setting and imports no workflow library,
+presets cannot be changed in place, and the library's caches keep none of the user's data."""
+
+import gc
+import json
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+
+import advi
+
+CHILD_ENV = {"PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"}
+
+
+def _child(code: str, tmp_path) -> dict:
+    """Run ``code`` (which prints one JSON line) in a fresh interpreter with HOME in tmp."""
+    out = subprocess.run([sys.executable, "-c", code], env={**CHILD_ENV, "HOME": str(tmp_path)},
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_import_changes_no_jax_setting(tmp_path):
+    changed = _child(
+        "import json, jax; before = dict(jax.config.values); import advi; "
+        "after = dict(jax.config.values); "
+        "print(json.dumps(sorted(k for k in before if before[k] != after[k])))", tmp_path)
+    assert changed == []
+    assert not (tmp_path / ".cache").exists()
+
+
+def test_import_loads_no_workflow_or_plotting_library(tmp_path):
+    heavy = ["hydra", "omegaconf", "snakemake", "matplotlib", "pandas", "arviz"]
+    loaded = _child(f"import json, sys, advi; print(json.dumps([m for m in {heavy!r} "
+                    "if m in sys.modules]))", tmp_path)
+    assert loaded == []
+
+
+def test_presets_cannot_be_changed_in_place():
+    with pytest.raises(TypeError):
+        advi.PRESETS["mine"] = advi.PRESETS["stan"]
+    with pytest.raises(TypeError):
+        advi.PRESETS["robust"]["eta"] = 1.0
+    assert advi.PRESETS["robust"]["eta"] == 0.1
+
+
+def _regression(x, y):
+    w = numpyro.sample("w", dist.Normal(0, 1).expand([x.shape[1]]).to_event(1))
+    with numpyro.plate("data", x.shape[0]):
+        numpyro.sample("y", dist.Normal(x @ w, 1.0), obs=y)
+
+
+@pytest.mark.filterwarnings("ignore:max_iter")
+@pytest.mark.parametrize("preset", ["stan", "robust"])
+def test_caches_keep_no_data_once_the_result_is_gone(preset):
+    shape = (2003, 7)  # a shape no other array of the process has
+
+    def data_arrays():
+        return [a for a in jax.live_arrays() if a.shape[:1] == shape[:1]]
+
+    x = jnp.asarray(np.random.default_rng(0).normal(size=shape), jnp.float32)
+    y = x @ jnp.ones(shape[1])
+    result = advi.fit(_regression, x, y, rng_key=jax.random.PRNGKey(0), preset=preset,
+                      eta=0.1, max_iter=100, eval_elbo=50, khat_samples=20)
+    result.sample(jax.random.PRNGKey(1), 5)
+    assert result.khat_log_weights.shape == (20,)
+    assert len(data_arrays()) >= 2  # x and y, alive while the caller holds them
+    del result, x, y
+    gc.collect()
+    assert data_arrays() == []
