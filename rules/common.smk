@@ -2,11 +2,13 @@
 # functions the rules use.
 import re
 import shlex
+import sys
 from pathlib import Path
 
 from snakemake.utils import validate
 
 from runners.paths import fetched_data_dir, imageclef_data_dir, run_dir, simulated_data_dir
+from runners.estimate import plan_report
 from runners.workflow import plan_workflow
 
 
@@ -31,6 +33,9 @@ STANDIN_IMAGES = {
     if job.source == "imageclef" and job.image_dir is None and job.name == "image_standin"
 }
 RUNS = {(run.scale, run.experiment, run.method, str(run.seed)): run for run in PLAN.runs}
+if workflow.is_main_process and config["scale"] == "paper":
+    # The runs, their budgets and how long they should take on --cores (runners/estimate.py).
+    print(plan_report(PLAN.runs, workflow.resource_settings.cores or 1), file=sys.stderr)
 # Path patterns; runs and data are laid out by runners/paths.py, as scripts/fit.py does.
 RUN_DIR = run_dir(RESULTS, "{scale}", "{experiment}", "{method}", "{seed}")
 SIMULATED = simulated_data_dir(RESULTS, "{dataset}") / "{stem}.npz"
@@ -78,8 +83,9 @@ def run_job(wildcards):
 
 
 def fit_threads(wildcards):
-    """All cores for a timed run; one for a smoke run (its seconds are not measurements)."""
-    return 1 if wildcards.scale == "smoke" else (workflow.resource_settings.cores or 1)
+    """The cores the run's config gives it (`cores`, conf/config.yaml): Snakemake runs as many
+    fits side by side as --cores allows, and each pins itself to its own (runners/cpus.py)."""
+    return run_job(wildcards).cores
 
 
 def fit_overrides(wildcards):

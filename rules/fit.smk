@@ -1,6 +1,7 @@
-# One job per run (experiment x method x seed). Each job takes all --cores, so that timed
-# runs never share the machine (on a cluster, set them with --set-threads fit=N); smoke runs,
-# whose seconds are not measurements, take one core each and run side by side. Progress
+# One job per run (experiment x method x seed). Each job takes the cores its config declares
+# (`cores`, one by default), so `--cores N` runs fits side by side, each pinned to CPUs no
+# other fit uses (runners/cpus.py; info.json records them and what ran beside); a fit gets
+# the cores Snakemake gave it (fewer when --cores is smaller than its declaration). Progress
 # (iterations, ELBO or acceptance, seconds) goes to the job's log. `exec` makes fit.py the
 # child of Snakemake itself, so it gets SIGTERM when Snakemake dies (runners/interrupt.py)
 # and stops at its next checkpoint, keeping its run as seed<k>.partial.
@@ -20,4 +21,4 @@ rule fit:
         overrides=fit_overrides,
     threads: fit_threads
     shell:
-        "exec python {params.script} {params.overrides} > {log} 2>&1"
+        "exec python {params.script} {params.overrides} cores={threads} > {log} 2>&1"

@@ -422,6 +422,8 @@ class Config:
             ``<repo>/../shared/data`` when it exists, else the upstream URLs
             (``datasets.fetch``).
         data: run-wide data options (``data.image_dir``: real images for E5 and E6).
+        cores: the CPUs the run uses; the workflow runs as many fits side by side as
+            ``--cores`` allows, each pinned to its own (:mod:`runners.cpus`).
     """
 
     experiment: ExperimentConfig = MISSING
@@ -432,9 +434,11 @@ class Config:
     results_dir: str = "results"
     mirror_dir: str | None = None
     data: DataOptions = field(default_factory=DataOptions)
+    cores: int = 1
 
     def __post_init__(self) -> None:
         _check(self, "budget_s", _positive, "a positive number of seconds")
+        _check(self, "cores", lambda v: v >= 1, "an integer >= 1 (CPUs the run uses)")
         _check(self, "seed", lambda v: v >= 0, "an integer >= 0")
 
     def run_dir(self, seed: int | None = None) -> Path:

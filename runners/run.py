@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import models
 
 from .advi_runner import run_advi
 from .config import AdviConfig, Config
+from .cpus import cpu_share
 from .data import describe_data, load_problem, prepare_data
 from .files import partial_path, staged_dir, write_json
 from .interrupt import Interrupted, StopRequest, stop_on_signals
@@ -60,12 +62,22 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
         run: the checked config (:func:`runners.config.to_run`).
         resolved_config: the same config as plain containers, recorded in info.json.
 
+    The process is first pinned to its share of CPUs (``run.cores``,
+    :func:`runners.cpus.cpu_share`), which ``info.json`` records under ``resources``.
+
     Returns:
         The run's output folder.
 
     Raises:
         Interrupted: a signal stopped the run (its ``exit_code``: 128 + the signal).
+        ValueError: ``run.cores`` is more than the CPUs this process may use.
     """
+    with cpu_share(run.cores, run.results_dir) as share:
+        return _execute(run, resolved_config, lambda: share.recount(run.results_dir))
+
+
+def _execute(run: Config, resolved_config: dict[str, Any],
+             resources: Callable[[], dict[str, Any]]) -> Path:
     start = time.perf_counter()
     if run.scale.fast_compile:
         fast_compile()
@@ -80,7 +92,8 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
     about = {"model_args": dict(run.experiment.model_args),
              "data": {"path": str(path), "image_dir": run.data.image_dir,
                       "description": describe_data(run), **problem.meta},
-             "config": resolved_config, "environment": environment()}
+             "config": resolved_config, "environment": environment(),
+             "resources": resources()}
     with stop_on_signals() as stop, staged_dir(out) as work:
         trace = TraceWriter(work / "trace.csv", identity=identity)
         try:
@@ -90,6 +103,7 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
             write_json(work / "info.json", {**info, "checkpoints": len(trace.rows),
                                             "total_s": time.perf_counter() - start, **about})
             raise
+        about["resources"] = resources()
         info.update(status=stop() or "finished", **facts,
                     final_heldout_lpd=(trace.last or {}).get("heldout_lpd"),
                     checkpoints=len(trace.rows), total_s=time.perf_counter() - start, **about)

@@ -42,7 +42,8 @@ class DataJob(NamedTuple):
 
 
 class RunJob(NamedTuple):
-    """One run of ``scripts/fit.py``: its overrides and the files it reads and writes."""
+    """One run of ``scripts/fit.py``: its overrides, the files it reads and writes, the CPUs
+    it uses (``cores``) and its wall-clock budget (``budget_s``, seconds)."""
 
     scale: str
     experiment: str
@@ -51,6 +52,8 @@ class RunJob(NamedTuple):
     overrides: tuple[str, ...]
     data: str
     trace: str
+    cores: int = 1
+    budget_s: float = float("inf")
 
     @property
     def info(self) -> str:
@@ -287,6 +290,8 @@ def _experiment_plan(
                     overrides=(*choice, f"seed={seed}"),
                     data=data[-1].path,
                     trace=str(out / "trace.csv"),
+                    cores=run.cores,
+                    budget_s=run.budget_s,
                 )
     if first is None:
         raise ValueError(f"experiment {experiment} has no runs")

@@ -263,15 +263,36 @@ def test_the_only_lint_is_the_per_rule_conda_environment_that_the_snakefile_expl
         REPO_ROOT / "Snakefile").read_text()
 
 
-@pytest.mark.parametrize(("scale", "fit_threads"), [("smoke", 1), ("paper", 4)])
-def test_timed_fits_take_every_core_and_smoke_fits_one(tmp_path, scale, fit_threads):
+def dry_run_fit_threads(tmp_path, *config, cores="16"):
+    """``{experiment/method: threads}`` of the fit jobs a paper-scale ``snakemake -n`` plans,
+    and its output."""
     command = ["snakemake", "--snakefile", str(REPO_ROOT / "Snakefile"), "--directory",
-               str(tmp_path), "--config", f"scale={scale}", "seeds=[0]",
-               "experiments=[linreg_ard]", "--cores", "4", "--dry-run"]
+               str(tmp_path), "--config", "seeds=[0]", *config, "--cores", cores, "--dry-run"]
     result = subprocess.run(command, cwd=tmp_path, env=ENV, capture_output=True, text=True,
-                            timeout=120)
+                            timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    jobs = result.stdout.split("rule fit:")[1:]
-    assert len(jobs) == len(LINREG_METHODS)
-    threads = [int(m) for job in jobs for m in re.findall(r"threads: (\d+)", job.split("\n\n")[0])]
-    assert threads == ([] if fit_threads == 1 else [fit_threads] * len(jobs))
+    threads = {}
+    for job in result.stdout.split("rule fit:")[1:]:
+        head = job.split("\n\n")[0]
+        name = re.search(r"runs/paper/([^/]+/[^/]+)/seed0/trace.csv", head).group(1)
+        found = re.findall(r"threads: (\d+)", head)
+        threads[name] = int(found[0]) if found else 1
+    return threads, result.stdout + result.stderr
+
+
+def test_paper_fits_run_side_by_side_on_the_cores_their_config_declares(tmp_path):
+    threads, _ = dry_run_fit_threads(tmp_path)
+    assert len(threads) >= 20  # every experiment's methods
+    assert set(threads.values()) <= {1, 2, 4, 8}
+    assert all(n <= 2 for name, n in threads.items() if not name.startswith("gmm_minibatch"))
+    assert all(n <= 8 for name, n in threads.items() if name.startswith("gmm_minibatch"))
+    assert threads["linreg_ard/nuts"] == 1
+
+
+def test_a_run_declares_its_cores_in_the_hydra_config(tmp_path):
+    threads, _ = dry_run_fit_threads(tmp_path, "experiments=[linreg_ard]",
+                                     "overrides=[cores=2]", cores="4")
+    assert set(threads.values()) == {2}
+    fewer, _ = dry_run_fit_threads(tmp_path, "experiments=[linreg_ard]",
+                                   "overrides=[cores=2]", cores="1")
+    assert set(fewer.values()) == {1}  # Snakemake scales a job down to --cores

@@ -1,0 +1,153 @@
+"""How long a planned workflow should take: per run, in core-hours, and on N cores.
+
+A run's *worst case* is its whole budget plus the compilation and scoring the budget's
+clock leaves out (:func:`wall_clock_limit`). Its *estimate* is the same with its measured
+typical clock seconds (``conf/estimates.yaml``: a real run's ``wall_s``) in place of the
+budget, where they are less; a run with no measurement counts at its worst case. The
+hours on N cores are those of a list schedule of the runs, longest first, each on as many
+cores as it declares (Graham 1969: within 4/3 of the best schedule), as Snakemake's own
+scheduler packs them at best.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import yaml
+
+from .paths import CONF_DIR
+
+ESTIMATES_FILE = CONF_DIR / "estimates.yaml"
+"""Measured typical seconds per experiment and method at paper scale."""
+
+OVERHEAD = 0.1
+"""Scoring on top of a run's clock seconds, as a fraction of them (*choice*: the clock
+excludes it; a checkpoint scores the draws since the last one, incrementally)."""
+
+OVERHEAD_S = 60.0
+"""Seconds on top of every run (*choice*): start-up, data loading, compilation."""
+
+
+def wall_clock_limit(budget_s: float) -> float:
+    """The most wall-clock seconds a run with clock budget ``budget_s`` takes: the budget
+    plus compilation, scoring and start-up, ``budget_s * (1 + OVERHEAD) + OVERHEAD_S``.
+    The SLURM profile's time limits and the plan's worst case both use it."""
+    return budget_s * (1.0 + OVERHEAD) + OVERHEAD_S
+
+
+class RunEstimate(NamedTuple):
+    """One planned run: its name (``experiment/method``), cores, budget (seconds), its
+    estimate and worst case (wall-clock seconds) and whether the estimate was measured."""
+
+    name: str
+    cores: int
+    budget_s: float
+    estimate_s: float
+    worst_s: float
+    measured: bool
+
+
+def read_estimates(path: str | Path = ESTIMATES_FILE) -> dict[str, dict[str, float]]:
+    """``{experiment: {method run name: typical clock seconds}}`` from ``path`` (YAML; its
+    ``paper`` key), empty where the file is missing."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    table = (yaml.safe_load(path.read_text()) or {}).get("paper") or {}
+    return {experiment: {m: float(s) for m, s in (methods or {}).items()}
+            for experiment, methods in table.items()}
+
+
+def estimate_runs(runs: Iterable[object], typical: Mapping[str, Mapping[str, float]]
+                  ) -> list[RunEstimate]:
+    """:class:`RunEstimate` of each planned run (objects with ``experiment``, ``method``,
+    ``cores`` and ``budget_s``, as :class:`runners.workflow.RunJob`)."""
+    out = []
+    for run in runs:
+        worst = wall_clock_limit(run.budget_s)
+        seconds = typical.get(run.experiment, {}).get(run.method)
+        estimate = worst if seconds is None else wall_clock_limit(min(seconds, run.budget_s))
+        out.append(RunEstimate(
+            name=f"{run.experiment}/{run.method}", cores=run.cores, budget_s=run.budget_s,
+            estimate_s=estimate, worst_s=worst, measured=seconds is not None))
+    return out
+
+
+def makespan(jobs: Sequence[tuple[float, int]], cores: int) -> float:
+    """Seconds until the last of ``jobs`` (``(seconds, cores)`` each) ends on ``cores``
+    cores, longest first, each started as soon as its cores are free (a job asking for more
+    than ``cores`` gets ``cores``, as Snakemake scales it down).
+
+    Raises:
+        ValueError: ``cores`` < 1.
+    """
+    if cores < 1:
+        raise ValueError(f"cores = {cores}: must be at least 1")
+    free = [0.0] * cores  # a heap of the times each core becomes free
+    end = 0.0
+    for seconds, wanted in sorted(jobs, key=lambda job: -job[0]):
+        taken = [heapq.heappop(free) for _ in range(min(wanted, cores))]
+        start = max(taken)
+        for _ in taken:
+            heapq.heappush(free, start + seconds)
+        end = max(end, start + seconds)
+    return end
+
+
+def _hours(seconds: float) -> str:
+    hours = seconds / 3600
+    return f"{hours:.2g} h" if hours < 10 else f"{hours:.0f} h"
+
+
+def summary_line(estimates: Sequence[RunEstimate], cores: Sequence[int]) -> str:
+    """One line, e.g. ``66 runs: about 19.5 core-hours, about 10 h on 2 cores and 2.1 h on
+    16 (worst case, every run using its whole budget: 76 core-hours, 38 h on 2 cores and
+    5.2 h on 16)``."""
+    def hours_on(field: str) -> tuple[float, str]:
+        jobs = [(getattr(e, field), e.cores) for e in estimates]
+        core_hours = sum(s * c for s, c in jobs) / 3600
+        on = " and ".join(f"{_hours(makespan(jobs, n))} on {n}" for n in cores)
+        return core_hours, on
+
+    typical, typical_on = hours_on("estimate_s")
+    worst, worst_on = hours_on("worst_s")
+    noun = "core" if list(cores) == [1] else "cores"
+    return (f"{len(estimates)} runs: about {typical:.3g} core-hours, about {typical_on} "
+            f"{noun} (worst case, every run using its whole budget: {worst:.3g} core-hours, "
+            f"{worst_on} {noun})")
+
+
+def plan_table(estimates: Sequence[RunEstimate]) -> str:
+    """The runs, one line each: name, cores, budget, estimate (``~`` where measured,
+    ``<=`` where only the worst case is known), worst case; same runs of several seeds are
+    counted on one line."""
+    counts: dict[RunEstimate, int] = {}
+    for e in estimates:
+        counts[e] = counts.get(e, 0) + 1
+    width = max((len(e.name) for e in counts), default=4)
+    lines = [f"{'run':<{width}}  seeds  cores  budget_s  estimate   worst"]
+    for e, n in counts.items():
+        mark = "~" if e.measured else "<="
+        lines.append(f"{e.name:<{width}}  {n:>5}  {e.cores:>5}  {e.budget_s:>8.0f}  "
+                     f"{mark}{_minutes(e.estimate_s):>7}  {_minutes(e.worst_s):>6}")
+    return "\n".join(lines)
+
+
+def _minutes(seconds: float) -> str:
+    return "inf" if math.isinf(seconds) else f"{seconds / 60:.1f}m"
+
+
+def plan_report(runs: Iterable[object], cores: int,
+                typical: Mapping[str, Mapping[str, float]] | None = None) -> str:
+    """What the workflow prints before it runs: :func:`plan_table` and :func:`summary_line`
+    on ``cores`` cores (and on 2, 16 and 64 for comparison)."""
+    estimates = estimate_runs(runs, read_estimates() if typical is None else typical)
+    shown = sorted({cores, 2, 16, 64})
+    return (f"{plan_table(estimates)}\n{summary_line(estimates, shown)}\n"
+            f"(~: measured typical seconds, conf/estimates.yaml; <=: no measurement, counted "
+            f"at its whole budget; compilation and scoring add {OVERHEAD:.0%} + "
+            f"{OVERHEAD_S:.0f} s per run)")
