@@ -117,6 +117,8 @@ class ExperimentResult(NamedTuple):
         tolerance: "within" means within this fraction of the reference's final value.
         minibatched: whether its ADVI runs subsample the data (stochastic ADVI, E6).
         data: where its data came from, for the report (e.g. a simulated stand-in).
+        setups: per method, what its seconds were measured on
+            (:func:`runners.hardware.timing_setup`; None: not recorded).
     """
 
     name: str
@@ -126,6 +128,7 @@ class ExperimentResult(NamedTuple):
     tolerance: float
     minibatched: bool
     data: str
+    setups: Mapping[str, str | None] | None = None
 
 
 # ---- E0: the transformation (Figure 3) ------------------------------------------------------
@@ -231,10 +234,21 @@ def _speed_up(slow: float, fast: float) -> float:
     return slow / fast if fast > 0 else float("inf")
 
 
+def mixed_setups(setups: Mapping[str, str | None] | None, methods: Iterable[str]) -> list[str]:
+    """The distinct recorded timing set-ups of ``methods`` when there is more than one (their
+    seconds cannot be compared), else an empty list; unrecorded set-ups are left out."""
+    known = sorted({setups[m] for m in methods if (setups or {}).get(m) is not None})
+    return known if len(known) > 1 else []
+
+
 def judge_experiment(
-    claim: str, summary: pd.DataFrame, *, reference: str | None, tolerance: float = 0.01
+    claim: str, summary: pd.DataFrame, *, reference: str | None, tolerance: float = 0.01,
+    setups: Mapping[str, str | None] | None = None,
 ) -> Verdict:
     """Whether claim ``claim`` (E1 to E6) held in an experiment's summary table.
+
+    A claim that compares seconds (every one but E6's) is "cannot tell" when the methods'
+    ``setups`` (device, cores, CPU model) differ: their seconds are not comparable.
 
     Args:
         claim: the claim id.
@@ -264,6 +278,10 @@ def judge_experiment(
     if reference not in table.index or not advi:
         return Verdict(None, "; ".join(parts), f"cannot tell: no {reference or 'reference'} "
                        "run or no ADVI run in this experiment")
+    mixed = mixed_setups(setups, table.index)
+    if mixed:
+        return Verdict(None, "; ".join(parts), "cannot tell: the methods' seconds were "
+                       "measured on different set-ups (" + "; ".join(mixed) + ")")
     ref_label = table.loc[reference, "label"]
     fastest_advi = min(advi, key=lambda m: seconds[m])
     speed_up = _speed_up(seconds[reference], seconds[fastest_advi])
@@ -410,7 +428,8 @@ def claims_table(
         for experiment in by_claim.get(claim.id, []):
             for suffix, summary in advi_variants(experiment.summary):
                 verdict = judge_experiment(claim.id, summary, reference=experiment.reference,
-                                           tolerance=experiment.tolerance)
+                                           tolerance=experiment.tolerance,
+                                           setups=experiment.setups)
                 rows.append({**row, "experiment": experiment.name + suffix,
                              "measured": verdict.measured, "held": _held(verdict.held),
                              "verdict": verdict.reason, "data": experiment.data})

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from .figures import data_sizes
+from .hardware import describe_resources
 from .summary import run_ending
 
 # What each scale's runs are for: the report says so above every table.
@@ -74,8 +75,9 @@ def draws_setting(info: Mapping[str, Any]) -> str:
 
 def runs_table(infos: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per experiment and method (in the order given): its seeds, scale, budget,
-    data sizes, scoring, how the run of its first seed ended and its final heldout_lpd
-    (mean over seeds), all from the runs' ``info.json``."""
+    data sizes, scoring, how the run of its first seed ended and what it ran on (device,
+    cores, CPU ids, CPU model, fits beside it: :func:`runners.hardware.describe_resources`)
+    and its final heldout_lpd (mean over seeds), all from the runs' ``info.json``."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for info in infos:
         groups.setdefault((info["experiment"], info["method"]), []).append(info)
@@ -92,6 +94,7 @@ def runs_table(infos: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
             "data": ", ".join(f"{k} {v}" for k, v in data_sizes(runs).items()),
             "scoring": draws_setting(first),
             "ended (first seed)": run_ending(first),
+            "ran on (first seed)": describe_resources(first),
             "final_heldout_lpd": sum(finals) / len(finals) if finals else float("nan"),
         })
     return pd.DataFrame(rows)

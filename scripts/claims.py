@@ -23,6 +23,7 @@ import pandas as pd
 
 from runners.claims import ExperimentResult, claims_table, experiment_facts
 from runners.files import atomic_open
+from runners.hardware import timing_setup
 from runners.report_pages import html_page, scale_note
 
 
@@ -56,10 +57,20 @@ def build(
         results.append(ExperimentResult(
             name=name, model=model, summary=pd.read_csv(experiment["summary"]),
             reference=experiment["reference"], tolerance=tolerance, minibatched=minibatched,
-            data=data,
+            data=data, setups=method_setups(runs[name]),
         ))
     fit = pd.read_csv(transformation) if transformation is not None else None
     return claims_table(fit, results)
+
+
+def method_setups(infos: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:
+    """Per method, the timing set-up its runs recorded (``runners.hardware.timing_setup``);
+    seeds of one method on different set-ups are joined with `` | ``."""
+    setups: dict[str, set[str]] = defaultdict(set)
+    for info in infos:
+        setup = timing_setup(info)
+        setups[info["method"]].update([setup] if setup is not None else [])
+    return {method: " | ".join(sorted(found)) or None for method, found in setups.items()}
 
 
 def experiments_of(summaries: Sequence[str], references: str) -> dict[str, dict[str, Any]]:

@@ -191,3 +191,20 @@ def test_robust_advi_gets_its_own_row_judged_in_place_of_stans():
     assert robust["held"] == "yes" and robust["claim"] == "E1"
     assert "speed-up of advi_robust_M1 over NUTS: 40x" in robust["measured"]
     assert "ADVI (M=1)" not in robust["measured"]
+
+
+def test_seconds_measured_on_different_set_ups_are_not_compared():
+    table = summary(AGREEING, FAST_ADVI)
+    same = dict.fromkeys(AGREEING, "cpu, 1 x Xeon")
+    assert claims.judge_experiment("E2", table, reference="nuts", setups=same).held is True
+    mixed = {**same, "nuts": "gpu NVIDIA H100 (host: 1 x Xeon)"}
+    verdict = claims.judge_experiment("E2", table, reference="nuts", setups=mixed)
+    assert verdict.held is None
+    assert "different set-ups" in verdict.reason and "NVIDIA H100" in verdict.reason
+    # runs that did not record their set-up are not held against the others
+    unknown = {**same, "hmc": None}
+    assert claims.judge_experiment("E2", table, reference="nuts", setups=unknown).held is True
+    experiment = ExperimentResult("election88", "election88", table, "nuts", 0.01, False,
+                                  "fetched election88", setups=mixed)
+    row = claims.claims_table(None, [experiment]).set_index("experiment").loc["election88"]
+    assert row["held"] == "cannot tell"

@@ -92,6 +92,10 @@ def test_every_run_leaves_a_trace_a_posterior_mean_and_an_info_json(smoke, exper
     assert info["config"]["scale"]["name"] == "smoke"
     assert info["compile_s"] > 0 and info["iterations"] == trace["iteration"].iloc[-1]
     assert info["environment"]["packages"]["jax"]
+    assert info["environment"]["device"]["platform"] == "cpu"
+    resources = info["resources"]  # one core each, pinned by a slot in the results folder
+    assert resources["cores"] == 1 and len(resources["cpu_ids"]) == 1
+    assert resources["pinned_by"] == "slot" and resources["cpu_model"]
     with np.load(run / "posterior_mean.npz") as mean:
         assert mean["iteration"] == info["iterations"] and mean["num_draws"] >= 1
     if method.startswith("advi"):
@@ -165,12 +169,20 @@ def embedded_pages(report_html):
 
 
 @ON_SMOKE_WORKER
+def test_smoke_fits_ran_side_by_side_on_their_own_cpus(smoke):
+    infos = [json.loads((run_folder(smoke, e, m) / "info.json").read_text()) for e, m in RUNS]
+    assert max(info["resources"]["beside"] for info in infos) >= 1  # --cores 2: two at once
+    assert len({info["resources"]["cpu_ids"][0] for info in infos}) == 2
+
+
+@ON_SMOKE_WORKER
 def test_the_report_says_the_runs_are_smoke_runs_from_their_info_json(report):
     pages = embedded_pages(report.read_text())
     runs = next(text for path, text in pages.items() if path.endswith("runs.html"))
     assert "<b>smoke</b> scale" in runs and "<b>paper</b>" not in runs
     assert "S = 100 draws from q every 500 iterations" in runs  # E6's scoring, recorded
     assert "n_train 2,000" in runs  # E6's data size at smoke scale
+    assert "ran on (first seed)" in runs and "(slot); beside" in runs  # cores, CPUs, company
     for name in ("claims.html", "summaries/gmm_minibatch.html"):
         page = next(text for path, text in pages.items() if path.endswith(name))
         assert "<b>smoke</b> scale" in page and "<table>" in page
