@@ -1,0 +1,128 @@
+"""The documentation holds together: every relative link in README.md and docs/ resolves,
+the README stays a short front page whose test command is the one CI runs, and the
+generated options table matches the library's configuration."""
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+HTML_LINK = re.compile(r"""<(?:a|img)\b[^>]*?\b(?:href|src)=["']([^"']+)["']""")
+MAX_README_LINES = 250
+
+
+def _options_table_module():
+    spec = importlib.util.spec_from_file_location("options_table",
+                                                  ROOT / "scripts" / "options_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _without_fences(markdown: str) -> str:
+    return re.sub(r"^(```|~~~).*?^\1", "", markdown, flags=re.DOTALL | re.MULTILINE)
+
+
+def _prose(markdown: str) -> str:
+    """The text outside fenced code blocks and inline code spans (links there are code)."""
+    return re.sub(r"`[^`\n]*`", "", _without_fences(markdown))
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[`*_\[\]()]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    headings = re.findall(r"^#{1,6}\s+(.+?)\s*#*\s*$", _without_fences(page.read_text()),
+                          flags=re.MULTILINE)
+    return {_slug(h) for h in headings}
+
+
+def _relative_links(page: Path) -> list[str]:
+    text = _prose(page.read_text())
+    links = LINK.findall(text) + HTML_LINK.findall(text)
+    return [link for link in links if not re.match(r"^[a-z][a-z0-9+.-]*:", link)]
+
+
+def test_pages_found():
+    assert ROOT / "README.md" in PAGES and len(PAGES) > 5
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_resolve(page):
+    broken = []
+    for link in _relative_links(page):
+        target, _, anchor = link.partition("#")
+        path = (page.parent / target).resolve() if target else page
+        if not path.exists():
+            broken.append(f"{link}: {path} does not exist")
+        elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+            broken.append(f"{link}: no heading with anchor #{anchor} in {path.name}")
+    assert not broken, f"{page.relative_to(ROOT)}: " + "; ".join(broken)
+
+
+def test_link_checker_sees_broken_links(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# A title\n[ok](#a-title) [gone](missing.md) `[code](nowhere.md)`\n"
+                    "```\n[fenced](nowhere.md)\n```\n[web](https://example.org/x.md)\n")
+    assert _relative_links(page) == ["#a-title", "missing.md"]
+    assert _anchors(page) == {"a-title"}
+
+
+def test_readme_is_a_short_front_page():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= MAX_README_LINES, f"README.md has {len(lines)} lines"
+
+
+def test_readme_test_command_is_what_ci_runs():
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    pytest_lines = [line.strip() for line in ci.splitlines()
+                    if line.strip().startswith("python -m pytest")]
+    assert pytest_lines, ".ci/run runs no 'python -m pytest' command"
+    assert 'python -m pip install -q -e ".[test]"' in ci
+    for command in pytest_lines:
+        assert f'pip install -e ".[test]" && {command}' in readme, command
+
+
+def test_options_page_is_generated_from_the_code():
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "options_table.py")],
+                            capture_output=True, text=True, check=True, cwd=ROOT)
+    committed = (ROOT / "docs" / "library" / "options.md").read_text()
+    assert committed == result.stdout, (
+        "docs/library/options.md is stale: run "
+        "`python scripts/options_table.py --write docs/library/options.md`")
+
+
+def test_option_meanings_split_outside_parentheses():
+    doc = ("Args:\n    **options: any of :data:`OPTIONS`, defaults in :data:`PRESETS`:\n"
+           "        eta (a scale; None searches (100, 10)); max_iter; stop (\"rhat\").\n\n"
+           "Returns:\n    x\n")
+    meanings = _options_table_module().option_meanings(doc)
+    assert meanings == {"eta": "a scale; None searches (100, 10)", "max_iter": "",
+                        "stop": '"rhat"'}
+
+
+def test_options_table_reads_dataclass_presets():
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Preset:
+        eta: float | None = None
+        stop: str = "relative_elbo"
+
+    module = _options_table_module()
+    doc = "**options: any of :data:`OPTIONS`: eta (step scale); stop (rule).\n"
+    page = module.render({"stan": Preset(), "robust": Preset(eta=0.1, stop="rhat")},
+                         ("eta", "stop"), doc)
+    assert '| `eta` | `None` | **`0.1`** | step scale |' in page
+    assert '| `stop` | `"relative_elbo"` | **`"rhat"`** | rule |' in page
