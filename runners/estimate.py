@@ -1,9 +1,9 @@
 """How long a planned workflow should take: per run, in core-hours, and on N cores.
 
 A run's *worst case* is its whole budget plus the compilation and scoring the budget's
-clock leaves out (:func:`wall_clock_limit`). Its *estimate* is the same with its measured
-typical clock seconds (``conf/estimates.yaml``: a real run's ``wall_s``) in place of the
-budget, where they are less; a run with no measurement counts at its worst case. The
+clock leaves out (:func:`wall_clock_limit`). Its *estimate* is its measured typical
+wall-clock seconds (``conf/estimates.yaml``: a real run's ``total_s``, everything included),
+where less; a run with no measurement counts at its worst case. The
 hours on N cores are those of a list schedule of the runs, longest first, each on as many
 cores as it declares (Graham 1969: within 4/3 of the best schedule), as Snakemake's own
 scheduler packs them at best.
@@ -24,9 +24,9 @@ from .paths import CONF_DIR
 ESTIMATES_FILE = CONF_DIR / "estimates.yaml"
 """Measured typical seconds per experiment and method at paper scale."""
 
-OVERHEAD = 0.1
+OVERHEAD = 0.2
 """Scoring on top of a run's clock seconds, as a fraction of them (*choice*: the clock
-excludes it; a checkpoint scores the draws since the last one, incrementally)."""
+excludes it; an MCMC checkpoint scores only the draws since the last one)."""
 
 OVERHEAD_S = 60.0
 """Seconds on top of every run (*choice*): start-up, data loading, compilation."""
@@ -52,8 +52,8 @@ class RunEstimate(NamedTuple):
 
 
 def read_estimates(path: str | Path = ESTIMATES_FILE) -> dict[str, dict[str, float]]:
-    """``{experiment: {method run name: typical clock seconds}}`` from ``path`` (YAML; its
-    ``paper`` key), empty where the file is missing."""
+    """``{experiment: {method run name: typical wall-clock seconds}}`` from ``path`` (YAML;
+    its ``paper`` key), empty where the file is missing."""
     path = Path(path)
     if not path.exists():
         return {}
@@ -70,7 +70,7 @@ def estimate_runs(runs: Iterable[object], typical: Mapping[str, Mapping[str, flo
     for run in runs:
         worst = wall_clock_limit(run.budget_s)
         seconds = typical.get(run.experiment, {}).get(run.method)
-        estimate = worst if seconds is None else wall_clock_limit(min(seconds, run.budget_s))
+        estimate = worst if seconds is None else min(seconds, worst)
         out.append(RunEstimate(
             name=f"{run.experiment}/{run.method}", cores=run.cores, budget_s=run.budget_s,
             estimate_s=estimate, worst_s=worst, measured=seconds is not None))
@@ -149,5 +149,5 @@ def plan_report(runs: Iterable[object], cores: int,
     shown = sorted({cores, 2, 16, 64})
     return (f"{plan_table(estimates)}\n{summary_line(estimates, shown)}\n"
             f"(~: measured typical seconds, conf/estimates.yaml; <=: no measurement, counted "
-            f"at its whole budget; compilation and scoring add {OVERHEAD:.0%} + "
-            f"{OVERHEAD_S:.0f} s per run)")
+            f"at its whole budget, to which compilation and scoring add {OVERHEAD:.0%} + "
+            f"{OVERHEAD_S:.0f} s)")

@@ -6,8 +6,9 @@
 
 Prints every planned run with its cores, budget, estimate and worst case, then the hours
 on each number of cores (runners/estimate.py). ``--measure`` prints, as the YAML of
-``conf/estimates.yaml``, the clock seconds (``wall_s``) that the finished paper-scale runs
-under a results folder took (the median over seeds), to refresh the estimates from.
+``conf/estimates.yaml``, the wall-clock seconds (``total_s``) that the paper-scale runs
+under a results folder took (the median over seeds), to refresh the estimates from; runs
+that used their whole budget are left out (a longer budget would let them run longer).
 """
 
 from __future__ import annotations
@@ -23,16 +24,21 @@ from runners.estimate import estimate_runs, plan_table, read_estimates, summary_
 from runners.paths import REPO_ROOT
 from runners.workflow import plan_workflow
 
+BUDGET_USED = 0.95
+"""A run whose clock reached this fraction of its budget counts as budget-bound."""
+
 
 def measured(results_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
-    """``{"paper": {experiment: {method: median wall_s}}}`` of the finished paper-scale runs
-    under ``results_dir/runs/paper``."""
+    """``{"paper": {experiment: {method: median total_s}}}`` of the finished paper-scale runs
+    under ``results_dir/runs/paper`` that ended before their budget."""
     seconds: dict[str, dict[str, list[float]]] = {}
     for path in sorted((results_dir / "runs" / "paper").glob("*/*/seed*/info.json")):
         info = json.loads(path.read_text())
-        if info.get("status") == "finished" and info.get("wall_s") is not None:
+        if info.get("status") != "finished" or info.get("wall_s") is None:
+            continue
+        if info["wall_s"] < BUDGET_USED * info["budget_s"]:
             by_method = seconds.setdefault(info["experiment"], {})
-            by_method.setdefault(info["method"], []).append(float(info["wall_s"]))
+            by_method.setdefault(info["method"], []).append(float(info["total_s"]))
     return {"paper": {e: {m: round(statistics.median(s), 2) for m, s in methods.items()}
                       for e, methods in seconds.items()}}
 
