@@ -19,10 +19,11 @@ import jax.numpy as jnp
 import optax
 from jax import Array
 
-from .elbo import elbo_grad
+from .elbo import elbo_grad, whitened_elbo_grad
 from .families import Family, get_family
 from .step_size import get_optimizer
 from .target import Target
+from .whitening import whitened_step
 
 
 class ADVIState(NamedTuple):
@@ -94,15 +95,13 @@ def init(
 
 
 def precondition_by_scale(family: Family, params: Any, updates: Any) -> Any:
-    """Multiply the update of the mean (and of the rows of L) by q's marginal standard
-    deviations, so that a unit step moves each coordinate by about one of its own posterior
-    standard deviations whatever the scale of the model's parameters (a diagonal
-    preconditioner; the fixed points are unchanged). The scales are not differentiated."""
+    """Multiply the update of the mean by q's marginal standard deviations, so that a unit
+    step moves each coordinate by about one of its own posterior standard deviations
+    whatever the scale of the model's parameters (a diagonal preconditioner; the fixed
+    points are unchanged). The scales are not differentiated. Mean-field only: the
+    full-rank family's steps are whitened by q instead (:mod:`advi.whitening`)."""
     std = jax.lax.stop_gradient(family.std(params))
-    mu = updates.mu * std
-    if family.name == "fullrank":
-        return updates._replace(mu=mu, L=updates.L * std[:, None])
-    return updates._replace(mu=mu)
+    return updates._replace(mu=updates.mu * std)
 
 
 def step(
@@ -127,8 +126,10 @@ def step(
         eta: step-size scale (float or () array).
         family, optimizer: as in :func:`init`; must match the state's.
         grad_samples: M >= 1 draws per gradient.
-        precondition: scale mean updates by q's standard deviations
-            (:func:`precondition_by_scale`).
+        precondition: mean-field: scale mean updates by q's standard deviations
+            (:func:`precondition_by_scale`); full-rank: natural-gradient steps in the
+            coordinates whitened by q (:mod:`advi.whitening`), which need no per-coordinate
+            scaling, so the optimiser is not used (its state is carried unchanged).
 
     Returns:
         ``(new_state, info)``; a refused step (``info.ok`` False) returns the old state
@@ -140,11 +141,16 @@ def step(
     def log_density(zeta: Array, batch_key: Array) -> Array:
         return target.log_density_fn(zeta, batch_key, target.data)
 
-    est = elbo_grad(log_density, fam, state.params, rng_key, grad_samples)
-    updates, opt_state = opt.update(est.grad, state.opt_state, state.params)
-    if precondition:
-        updates = precondition_by_scale(fam, state.params, updates)
-    params = jax.tree.map(lambda p, u: p + eta * u, state.params, updates)
+    if precondition and fam.name == "fullrank":  # natural-gradient steps, no optimiser
+        est = whitened_elbo_grad(log_density, state.params, rng_key, grad_samples)
+        params = whitened_step(state.params, est.grad, eta, grad_samples)
+        opt_state = state.opt_state
+    else:
+        est = elbo_grad(log_density, fam, state.params, rng_key, grad_samples)
+        updates, opt_state = opt.update(est.grad, state.opt_state, state.params)
+        if precondition:
+            updates = precondition_by_scale(fam, state.params, updates)
+        params = jax.tree.map(lambda p, u: p + eta * u, state.params, updates)
     ok = est.ok & jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)]))
     moved = ADVIState(params, opt_state, state.iteration + 1, jnp.zeros((), bool),
                       state.redraws + est.redraws)

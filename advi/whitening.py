@@ -1,0 +1,92 @@
+"""Full-rank steps in the coordinates whitened by q itself, and the check of a fitted L.
+
+The robust preset's full-rank steps (``precondition=True``). With q = N(mu, L L^T), write
+the parameters near the current ones as mu' = mu + L a and L' = L B (B lower triangular,
+B = I now): in (a, B) the posterior is about N(0, I) once q is close, whatever the scales
+and correlations of the model's parameters, so one step size fits every coordinate and no
+per-coordinate scaling (Adam) is needed. Along the gradient in those coordinates,
+(u_a, u_B) (:func:`advi.elbo.whitened_elbo_grad`), a step is
+
+    mu' = mu + eta L u_a,      L' = L (strict_tril(eta u_B) + diag(exp(eta diag(u_B)))),
+
+so the diagonal of L' is L_kk exp(eta u_kk): it keeps its sign and cannot reach 0 (a
+log-parameterised diagonal; eta u_kk is clipped to +-:data:`MAX_LOG_DIAG_STEP`, so that
+neither can exp overflow or underflow far from the optimum). The fixed points are those
+of the plain gradient (L is invertible). This is a natural-gradient step (Amari 1998) in
+the cheapest exact form: the frame moves with q, and the Laplace start
+(L = cholesky((-H)^-1), :mod:`advi.laplace`) begins already whitened.
+
+Why: the diagonal scaling the mean-field family uses (:func:`advi.step.precondition_by_scale`)
+scaled row k of L's Adam steps by the marginal sd of zeta_k, while L_kk is the
+*conditional* sd, orders of magnitude smaller on correlated posteriors. Measured on a
+conjugate linear regression with 26 equicorrelated (0.9) predictors at column scales
+10^-3 .. 10^4, those steps took L from the exact Laplace factor to entries of 1e17 (means
+6e16 sds off) in 10,000 iterations; whitened steps end within 0.001 sd.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from .families import FullRankParams
+
+MAX_LOG_DIAG_STEP = 1.0
+"""The most one step may change log L_kk: L's diagonal moves by at most a factor e."""
+
+
+def whitened_step(params: FullRankParams, grad: FullRankParams, eta: float | Array,
+                  grad_samples: int) -> FullRankParams:
+    """One natural-gradient step along the whitened gradient (u_a, u_B) of
+    :func:`advi.elbo.whitened_elbo_grad` (the module docstring's update with u = grad).
+
+    The step size is eta / (1 + (K + 1) / M): the noise of a whitened gradient is
+    multiplicative (each draw's term is a rank-one eps eps^T times the distance to the
+    optimum, with E||eps||^2 = K), and, as for the normalised LMS filter (Nagumo & Noda
+    1967), steps larger than about 2 / (1 + (K + 1) / M) make the iterates diverge
+    (measured: eta = 0.1 diverged at K = 26, M = 1, after 230 iterations).
+
+    Args:
+        params: full-rank parameters, mu (K,), L (K, K).
+        grad: the whitened gradient, same shapes.
+        eta: step-size scale (the robust preset's 0.1).
+        grad_samples: M, the draws averaged in ``grad``.
+
+    Returns:
+        the new ``FullRankParams``; L stays lower triangular with the signs of its diagonal.
+    """
+    eta = eta / (1.0 + (params.mu.shape[-1] + 1.0) / grad_samples)
+    L = jnp.tril(params.L)
+    log_diag = jnp.clip(eta * jnp.diagonal(grad.L), -MAX_LOG_DIAG_STEP, MAX_LOG_DIAG_STEP)
+    step = jnp.tril(eta * grad.L, -1) + jnp.diag(jnp.exp(log_diag))
+    return FullRankParams(params.mu + eta * (L @ grad.mu), L @ step)
+
+
+def fullrank_problem(params: FullRankParams) -> str | None:
+    """What is wrong with a fitted full-rank q, or None when it can be drawn from.
+
+    Checked on the host: every entry of mu and L finite, L's diagonal nonzero, and the
+    marginal sds sqrt(sum_j L_kj^2) finite and positive (a float overflow there makes every
+    draw of that coordinate infinite).
+
+    Args:
+        params: ``FullRankParams``, mu (K,), L (K, K).
+
+    Returns:
+        a sentence naming the first problem found, with the offending values, or None.
+    """
+    mu = np.asarray(params.mu, np.float64)
+    L = np.tril(np.asarray(params.L, np.float64))
+    if not np.all(np.isfinite(mu)):
+        return f"{int(np.sum(~np.isfinite(mu)))} of {mu.size} entries of mu are not finite"
+    if not np.all(np.isfinite(L)):
+        return f"{int(np.sum(~np.isfinite(L)))} entries of L are not finite"
+    diag = np.abs(np.diagonal(L))
+    if np.any(diag == 0):
+        return f"L's diagonal has {int(np.sum(diag == 0))} zero entries (q is singular)"
+    sd = np.sqrt(np.sum(L**2, axis=1))
+    if not np.all(sd < np.finfo(np.asarray(params.L).dtype).max):
+        return f"q's marginal sds overflow (largest {np.max(sd):.3g})"
+    return None
+
