@@ -84,7 +84,7 @@ class Family(NamedTuple):
 
 
 def _init_mu(rng_key: Array, dim: int, scheme: str) -> Array:
-    if scheme == "random":  # PAPER.md choice: "a draw from a standard Gaussian"
+    if scheme == "random":  # the paper's empirical study: "a draw from a standard Gaussian"
         return jax.random.normal(rng_key, (dim,))
     if scheme == "zero":  # Algorithm 1 of the paper
         return jnp.zeros((dim,))

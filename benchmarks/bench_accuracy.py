@@ -1,10 +1,10 @@
-"""Accuracy of ADVI's posterior means on posteriors whose means are known (issue 9's target).
+"""Accuracy of ADVI's posterior means on posteriors whose means are known.
 
 For each case, the RMS over scalar parameters of (fitted mean - true posterior mean) / true
 posterior sd, for ``advi.fit(..., preset="stan")`` and ``preset="robust"`` (mean-field,
 defaults otherwise). The fitted mean is mu (the mean of q) where every latent site is
 unconstrained, and otherwise the mean of 4,000 constrained draws from q. Target: robust
-<= 0.5 sd on every case and seed (the issue: Stan's ADVI is 3 to 97 sd off).
+<= 0.5 sd on every case and seed (Stan's ADVI stops tens of sd away on the regressions).
 
 Cases (see benchmarks/README.md):
 

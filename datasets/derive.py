@@ -1,4 +1,4 @@
-"""Files derived from the upstream originals, byte for byte as the mirror's PROVENANCE.md says.
+"""Files derived from the upstream originals, byte for byte as a data mirror holds them.
 
 Each function reads the originals from a folder and returns ``{file name: contents}``; the
 caller (``datasets.fetch``) checks the sha256 of each and writes it.

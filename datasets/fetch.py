@@ -6,8 +6,10 @@ copied from ``mirror_dir/name/`` when the mirror has them, else downloaded from 
 file is checked against the sha256 in ``CHECKSUMS`` and written atomically (a temporary
 file, then ``os.replace``), so a file at its final path is always a checked one.
 
-Source of the checksums and URLs: the tables and "Source" sections of
-``shared/data/<name>/PROVENANCE.md``.
+Sources: election88 from the Stan example models (Gelman & Hill's ARM, chapter 14, at a
+pinned commit of ``stan-dev/example-models``); the Frey faces from Sam Roweis's data page
+(``frey_rawface.mat``) or a pinned copy of it on GitHub. The checksums are of those files
+and of the files derived from them (``datasets.derive``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ scripts treat them alike:
 
 ``get(name)`` returns a model module by name (``MODEL_NAMES``).
 
-Models know nothing about inference (STYLE.md, rule 4).
+Models know nothing about inference: the same model serves ADVI, NUTS and HMC.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The reproduction table: for each claim of the paper (PAPER.md, E0 to E6), what this run
+"""The reproduction table: for each claim of the paper (its experiments, numbered E0 to E6
+here: Figures 3, 4a, 4b, 5a/5c, 5b/5d, 1a, 1b), what this run
 measured and whether the claim held here.
 
 Pure functions over the per-experiment summary tables (:func:`runners.summary.summary_table`,
@@ -32,7 +33,7 @@ from .summary import reach_column
 
 
 class Claim(NamedTuple):
-    """One row of PAPER.md's experiments table.
+    """One claim of the paper: the experiment that tests it and the criterion.
 
     Attributes:
         id: ``E0`` ... ``E6``.
@@ -76,7 +77,7 @@ CLAIMS: tuple[Claim, ...] = (
           "Stochastic ADVI with B >= 500 reaches high accuracy; smaller B is suboptimal.",
           "every B >= 500 ends with a higher heldout_lpd than every B < 500"),
 )
-"""The paper's claims, in PAPER.md's order."""
+"""The paper's claims, in the order of the experiments E0 to E6."""
 
 SPEED_UP = {"E3": 10.0, "E4": 10.0, "E5": 100.0}
 """The speed-up of ADVI over NUTS each speed claim asks for."""

@@ -1,6 +1,6 @@
 """A stopwatch that counts only the time spent inside ``running()`` blocks.
 
-The timing protocol (DESIGN.md): every method runs in chunks; the clock runs during a chunk
+The timing protocol (docs/protocol.md): every method runs in chunks; the clock runs during a chunk
 and stops between chunks while held-out accuracy is scored and the trace is written.
 """
 

@@ -226,7 +226,7 @@ def test_the_factor_figures_draw_the_first_seed_of_advi_and_vanish_without_it():
     assert e3.factors.top_frames == 4 and e4.factors.top_frames == 0
     assert e3.factors.frames == "results/data/fetched/frey_faces/frey_rawface.npy"
     assert e4.factors.frames is None
-    # Figure 5d draws robust ADVI's factors and its caption says why (issue 12)
+    # Figure 5d draws robust ADVI's factors and its caption says why (docs/figure5d.md)
     assert e4.factors.method == "advi_robust_M1" and "face parts" in e4.factors.note
     assert e4.factors.posterior_mean.endswith("advi_robust_M1/seed1/posterior_mean.npz")
     assert {job.path for job in plan.data.values()} == {"results/data/fetched/frey_faces"}

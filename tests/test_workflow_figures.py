@@ -84,7 +84,7 @@ def legend_overlaps_data(fig, ax):
 
 
 def assert_readable(fig, title_part):
-    """The properties every accuracy figure must have (issue 11): >= 3 labelled time ticks,
+    """The properties every accuracy figure must have: >= 3 labelled time ticks,
     a legend off the data, a title naming the data used."""
     ax = fig.axes[0]
     assert len(labelled_x_ticks(ax)) >= 3, labelled_x_ticks(ax)
