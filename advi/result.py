@@ -13,6 +13,7 @@ from jax import Array
 
 from .diagnostics import pareto_khat
 from .families import Family, standard_normal
+from .linear_response import LR_DRAWS, covariance
 from .xla_options import compile_options
 
 
@@ -202,6 +203,15 @@ class ADVIResult:
     def mean(self) -> dict[str, Array]:
         """The constrained image of mu."""
         return self.approximation.mean()
+
+    def covariance(self, method: str | None = None, *, rng_key: Array | None = None,
+                   num_draws: int = LR_DRAWS) -> np.ndarray:
+        """The (K, K) float64 covariance of zeta (the unconstrained space): q's own
+        (method None, "meanfield" or "fullrank"), or "linear_response", the corrected
+        covariance of a mean-field q (Giordano, Broderick & Jordan 2018; exact on Gaussian
+        posteriors, where the mean-field variances are too small).
+        See :func:`advi.linear_response.covariance` for the arguments and errors."""
+        return covariance(self.approximation, method, rng_key, num_draws)
 
 
 class ADVIError(RuntimeError):

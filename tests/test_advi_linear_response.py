@@ -1,0 +1,85 @@
+"""result.covariance: q's own covariance, and the linear-response correction of a mean-field
+q, which is the exact posterior covariance on a conjugate linear regression."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+
+import advi
+from advi.linear_response import covariance
+
+KEY = jax.random.PRNGKey(0)
+
+
+def _regression(dim: int = 8):
+    """y ~ N(X w, 1), w ~ N(0, 10^2): equicorrelated (0.9) predictors at scales 1e-2..1e2;
+    returns the model, its data and the exact posterior covariance (float64)."""
+    rng = np.random.default_rng(1)
+    scales = np.logspace(-2, 2, dim)
+    corr = 0.9 * np.ones((dim, dim)) + 0.1 * np.eye(dim)
+    X = (rng.normal(size=(100, dim)) @ np.linalg.cholesky(corr).T * scales).astype(np.float32)
+    y = (X @ (rng.normal(size=dim) / scales) + rng.normal(size=100)).astype(np.float32)
+
+    def model(X, y):
+        w = numpyro.sample("w", dist.Normal(0.0, 10.0).expand([X.shape[1]]).to_event(1))
+        numpyro.sample("y", dist.Normal(X @ w, 1.0), obs=y)
+
+    X64 = X.astype(np.float64)
+    cov = np.linalg.inv(X64.T @ X64 + np.eye(dim) / 100.0)
+    return model, (jnp.asarray(X), jnp.asarray(y)), cov
+
+
+@pytest.fixture(scope="module")
+def meanfield_fit():
+    model, data, cov = _regression()
+    result = advi.fit(model, *data, rng_key=KEY, preset="robust", khat_samples=0)
+    return result, cov
+
+
+def _correlation_error(fitted, exact):
+    sd = np.sqrt(np.diag(exact))
+    return np.max(np.abs(fitted - exact) / np.outer(sd, sd))
+
+
+def test_linear_response_is_the_exact_covariance_of_a_conjugate_regression(meanfield_fit):
+    result, exact = meanfield_fit
+    lr = result.covariance("linear_response")
+    assert lr.shape == exact.shape and lr.dtype == np.float64
+    assert _correlation_error(lr, exact) < 0.01
+    assert np.max(np.abs(np.log(np.sqrt(np.diag(lr) / np.diag(exact))))) < 0.01
+    # the mean-field q's own variances are those of the conditionals, far too small here
+    own = result.covariance()
+    assert np.median(np.sqrt(np.diag(exact) / np.diag(own))) > 2
+
+
+def test_q_own_covariances_and_the_methods_that_do_not_apply(meanfield_fit):
+    result, _ = meanfield_fit
+    assert np.allclose(np.diag(result.covariance("meanfield")),
+                       np.exp(2 * np.asarray(result.params.omega, np.float64)))
+    with pytest.raises(ValueError, match="'fullrank' does not apply to a meanfield q"):
+        result.covariance("fullrank")
+    with pytest.raises(ValueError, match="method='exact' is unknown"):
+        result.covariance("exact")
+    with pytest.raises(ValueError, match="num_draws=3 must be an even integer"):
+        result.covariance("linear_response", num_draws=3)
+
+
+def test_fullrank_covariance_is_l_l_transpose():
+    target = advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 2)
+    L = jnp.array([[2.0, 0.0], [1.0, 0.5]])
+    q = advi.Approximation(advi.FULLRANK, advi.FullRankParams(jnp.zeros(2), L), target)
+    assert np.allclose(covariance(q), np.asarray(L @ L.T))
+    with pytest.raises(ValueError, match="corrects a mean-field q"):
+        covariance(q, "linear_response")
+
+
+def test_linear_response_refuses_a_q_away_from_a_maximum():
+    # log p = |z|^2 / 2 grows without bound: the ELBO has no maximum, its Hessian is +I
+    target = advi.from_log_density(lambda z: 0.5 * jnp.sum(z**2), 2)
+    q = advi.Approximation(advi.MEANFIELD, advi.MeanFieldParams(jnp.zeros(2), jnp.zeros(2)),
+                           target)
+    with pytest.raises(ValueError, match="not positive definite"):
+        covariance(q, "linear_response")
