@@ -41,7 +41,8 @@ from jax import Array
 
 from .elbo import elbo_estimate
 from .families import Family
-from .laplace import LogDensityFunctions, laplace_start, log_density_functions
+from .laplace import LogDensityFunctions, log_density_functions
+from .multistart import multistart_laplace
 from .step import ADVIState, fresh_state, step
 from .target import Target
 from .xla_options import compile_options
@@ -58,11 +59,15 @@ _CACHE: collections.OrderedDict[Hashable, tuple] = collections.OrderedDict()
 
 class StartInfo(NamedTuple):
     """How the initial state was chosen: ``laplace`` (the Laplace start was used),
-    ``steps`` (L-BFGS iterations, 0 without), ``grad_norm`` (||grad log p|| there)."""
+    ``steps`` (L-BFGS iterations of every start, 0 without), ``grad_norm`` (||grad log p||
+    there), and what the extra starts found (:class:`advi.multistart.MultiStart`'s
+    ``note`` and ``warn``)."""
 
     laplace: bool
     steps: int
     grad_norm: float
+    note: str | None = None
+    warn: bool = False
 
 
 class ChunkMoments(NamedTuple):
@@ -253,9 +258,10 @@ class CompiledADVI:
         keys, params, batch_key = self.init_fn(rng_key)
         info = StartInfo(False, 0, math.nan)
         if self.laplace_fns is not None:
-            start = laplace_start(self.laplace_fns, self.family, params.mu,
-                                  (batch_key, self.target.data))
-            info = StartInfo(start.ok, start.steps, start.grad_norm)
+            seed = int(np.asarray(jax.random.key_data(batch_key)).ravel()[-1])
+            start, note, warn = multistart_laplace(self.laplace_fns, self.family, params.mu,
+                                                   (batch_key, self.target.data), seed)
+            info = StartInfo(start.ok, start.steps, start.grad_norm, note, warn)
             if start.ok:
                 params = start.params
         return keys, self.begin_fn(params), info

@@ -38,6 +38,7 @@ from .result import (
 from .step import ADVIState, fresh_state
 from .step_size import get_optimizer
 from .target import Target, from_numpyro
+from .whitening import checked_fullrank
 
 logger = logging.getLogger("advi")
 
@@ -199,6 +200,10 @@ def fit(
         logger.info("start: %s after %d L-BFGS steps (%.2f s)",
                     "Laplace" if bool(start_info.laplace) else "random (no usable mode)",
                     int(start_info.steps), time.perf_counter() - start)
+    if start_info.note is not None:  # what the extra starts found (advi.multistart)
+        logger.info("start: %s", start_info.note)
+        if start_info.warn:
+            warnings.warn(start_info.note, RuntimeWarning, stacklevel=2)
     eta, eta_adapted = o["eta"], o["eta"] is None
     if eta_adapted:
         eta = _adapt_eta(compiled, state0, adapt_key, o["adapt_iter"])
@@ -207,22 +212,26 @@ def fit(
                   start=_start_name(o, start_info), elbo_key=elbo_key,
                   khat_samples=o["khat_samples"])
     if o["stop"] == "rhat":
-        return _fit_robust(compiled, state0, float(eta), run_key=run_key, o=o,
-                           checkpoint=checkpoint, checkpoint_every=checkpoint_every,
-                           burn_in=not bool(start_info.laplace), **common)
-    return _optimise(
-        compiled,
-        state0,
-        float(eta),
-        run_key=run_key,
-        tol_rel_obj=o["tol_rel_obj"],
-        eval_elbo=o["eval_elbo"],
-        max_iter=o["max_iter"],
-        chunk_len=math.gcd(o["eval_elbo"], checkpoint_every),
-        checkpoint_every=checkpoint_every,
-        checkpoint=checkpoint,
-        **common,
-    )
+        result = _fit_robust(compiled, state0, float(eta), run_key=run_key, o=o,
+                             checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                             burn_in=not bool(start_info.laplace), **common)
+    else:
+        result = _optimise(
+            compiled,
+            state0,
+            float(eta),
+            run_key=run_key,
+            tol_rel_obj=o["tol_rel_obj"],
+            eval_elbo=o["eval_elbo"],
+            max_iter=o["max_iter"],
+            chunk_len=math.gcd(o["eval_elbo"], checkpoint_every),
+            checkpoint_every=checkpoint_every,
+            checkpoint=checkpoint,
+            **common,
+        )
+    if o["family"] != "fullrank":
+        return result
+    return checked_fullrank(result, state0.params if start_info.laplace else None)
 
 
 def _target(model: Callable | Target, model_args: tuple, model_kwargs: dict | None,

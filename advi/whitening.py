@@ -26,11 +26,15 @@ conjugate linear regression with 26 equicorrelated (0.9) predictors at column sc
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
+
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
 from .families import FullRankParams
+from .result import ADVIError, ADVIResult
 
 MAX_LOG_DIAG_STEP = 1.0
 """The most one step may change log L_kk: L's diagonal moves by at most a factor e."""
@@ -90,3 +94,35 @@ def fullrank_problem(params: FullRankParams) -> str | None:
         return f"q's marginal sds overflow (largest {np.max(sd):.3g})"
     return None
 
+
+
+def checked_fullrank(result: ADVIResult, start: FullRankParams | None) -> ADVIResult:
+    """``result`` when its q is usable (:func:`fullrank_problem`), else the fit's start.
+
+    Args:
+        result: a full-rank fit's result.
+        start: the Laplace start's parameters, or None where the fit did not start there.
+
+    Returns:
+        ``result``, or (with a ``RuntimeWarning`` naming the problem, also kept in
+        ``result.warnings``) a copy whose q is the Laplace start, ``converged`` False and
+        ``convergence_reason`` "fallback to the Laplace start".
+
+    Raises:
+        ADVIError: when q is unusable and there is no usable Laplace start; ``err.result``
+            holds the unusable result.
+    """
+    problem = fullrank_problem(result.params)
+    if problem is None:
+        return result
+    if start is None or fullrank_problem(start) is not None:
+        raise ADVIError(f"the fitted full-rank q cannot be drawn from: {problem}; there is no "
+                        "Laplace start to fall back to (use preset='robust', or "
+                        "family='meanfield')", result)
+    note = (f"the fitted full-rank q cannot be drawn from ({problem}) after "
+            f"{result.num_iterations} iterations; returning the Laplace start instead")
+    warnings.warn(note, RuntimeWarning, stacklevel=3)
+    approximation = result.approximation._replace(params=start)
+    return dataclasses.replace(result, approximation=approximation, converged=False,
+                               convergence_reason="fallback to the Laplace start",
+                               warnings=(*result.warnings, note), khat_weights_fn=None)
