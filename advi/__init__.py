@@ -21,6 +21,7 @@ relative tolerance     ``tol_rel_obj``, checked every ``eval_elbo`` iterations
 =====================  ==========================================================
 """
 
+from .algorithm import Algorithm, algorithm
 from .cache import enable_compilation_cache
 from .convergence import ConvergenceMonitor
 from .diagnostics import pareto_khat
@@ -28,20 +29,23 @@ from .elbo import elbo_estimate, elbo_grad
 from .families import FULLRANK, MEANFIELD, FullRankParams, MeanFieldParams, get_family
 from .fit import ETA_GRID, fit
 from .laplace import LaplaceStart, LogDensityFunctions, laplace_start, log_density_functions
-from .presets import OPTIONS, PRESETS
+from .options import OPTIONS, Options
+from .presets import PRESETS
 from .result import ADVIError, ADVIResult, Approximation, CheckpointInfo, ELBOHistory
 from .stationarity import split_rhat
-from .step import ADVIState, StepInfo, init, step
+from .step import ADVIState, StepInfo
 from .step_size import get_optimizer, scale_by_stan_step_size
 from .target import Target, from_log_density, from_numpyro
 
 __all__ = [
     "ADVIError",
+    "Algorithm",
     "ADVIResult",
     "ADVIState",
     "LaplaceStart",
     "LogDensityFunctions",
     "OPTIONS",
+    "Options",
     "PRESETS",
     "StepInfo",
     "Approximation",
@@ -54,6 +58,7 @@ __all__ = [
     "MEANFIELD",
     "MeanFieldParams",
     "Target",
+    "algorithm",
     "elbo_estimate",
     "enable_compilation_cache",
     "elbo_grad",
@@ -62,11 +67,9 @@ __all__ = [
     "from_numpyro",
     "get_family",
     "get_optimizer",
-    "init",
     "laplace_start",
     "log_density_functions",
     "pareto_khat",
     "scale_by_stan_step_size",
     "split_rhat",
-    "step",
 ]

@@ -39,11 +39,12 @@ import numpy as np
 import optax
 from jax import Array
 
+from .algorithm import Algorithm, algorithm
 from .elbo import elbo_estimate
 from .families import Family
 from .laplace import LogDensityFunctions, log_density_functions
 from .multistart import multistart_laplace
-from .step import ADVIState, fresh_state, step
+from .step import ADVIState, fresh_state
 from .target import Target
 from .xla_options import compile_options
 
@@ -90,17 +91,13 @@ def _monitored(family: Family, params: Any) -> Array:
     return jnp.concatenate([params.mu, jnp.log(family.std(params))])
 
 
-def _make_chunk(target: Target, family: Family, optimizer: Any, M: int, precondition: bool,
-                moments: bool) -> Callable:
+def _make_chunk(alg: Algorithm, family: Family, moments: bool) -> Callable:
     def chunk(state: ADVIState, eta: Array, key: Array, salt: Array, num_steps: Array,
               data: Any) -> Any:
         key = jax.random.fold_in(key, salt)
-        on_data = target._replace(data=data)
 
         def one(s: ADVIState) -> tuple[ADVIState, Any]:
-            step_key = jax.random.fold_in(key, s.iteration)
-            return step(on_data, s, step_key, eta, family=family, optimizer=optimizer,
-                        grad_samples=M, precondition=precondition)
+            return alg.step(s, jax.random.fold_in(key, s.iteration), eta, data)
 
         if not moments:
             def body(_: Array, s: ADVIState) -> ADVIState:
@@ -117,7 +114,7 @@ def _make_chunk(target: Target, family: Family, optimizer: Any, M: int, precondi
                 m.stat_sq + stat**2, m.elbo + info.elbo,
             )
 
-        zeros = jnp.zeros(2 * target.dim, state.params.mu.dtype)
+        zeros = jnp.zeros(2 * state.params.mu.shape[-1], state.params.mu.dtype)
         start = ChunkMoments(jax.tree.map(jnp.zeros_like, state.params), zeros, zeros,
                              jnp.zeros((), zeros.dtype))
         return jax.lax.fori_loop(0, num_steps, body_m, (state, start))
@@ -179,8 +176,8 @@ def _laplace_functions(target: Target) -> LogDensityFunctions:
     return log_density_functions(log_density, target.dim)
 
 
-class Options(NamedTuple):
-    """What the compiled functions depend on besides the target."""
+class CompileSpec(NamedTuple):
+    """What the compiled functions depend on besides the target (part of the cache key)."""
 
     family: Family
     optimizer: Any
@@ -193,9 +190,9 @@ class Options(NamedTuple):
 
 
 class CompiledADVI:
-    """The compiled setup, chunk and ELBO functions of one target and :class:`Options`."""
+    """The compiled setup, chunk and ELBO functions of one target and :class:`CompileSpec`."""
 
-    def __init__(self, target: Target, options: Options, optimizer: optax.GradientTransformation
+    def __init__(self, target: Target, options: CompileSpec, optimizer: optax.GradientTransformation
                  ) -> None:
         self.target, self.options, self.optimizer = target, options, optimizer
         self.family = options.family
@@ -214,12 +211,13 @@ class CompiledADVI:
             _CACHE.move_to_end(key)
         self.init_fn, self.begin_fn, self.laplace_fns, self.chunk_fn, self._elbo_fn = cached
 
-    def _compile(self, target: Target, o: Options, optimizer: Any) -> tuple:
+    def _compile(self, target: Target, o: CompileSpec, optimizer: Any) -> tuple:
         data, target = target.data, target._replace(data=None)  # the cache keeps no data
         initialise = jax.jit(_make_init(target, o.family, o.init))
         begin = jax.jit(_make_begin(optimizer))
-        chunk = jax.jit(_make_chunk(target, o.family, optimizer, o.grad_samples,
-                                    o.precondition, o.moments))
+        alg = algorithm(target, family=o.family, optimizer=optimizer,
+                        grad_samples=o.grad_samples, precondition=o.precondition, init=o.init)
+        chunk = jax.jit(_make_chunk(alg, o.family, o.moments))
         key = jax.random.PRNGKey(0)
         _, params, batch_key = jax.eval_shape(initialise, key)
         state = jax.eval_shape(begin, params)

@@ -24,9 +24,10 @@ from jax import Array
 
 from . import robust
 from .cache import enable_default_cache
-from .compiled import CompiledADVI, Options
+from .compiled import CompiledADVI, CompileSpec
 from .convergence import ConvergenceMonitor
-from .families import INIT_SCHEMES, get_family
+from .families import get_family
+from .options import Options
 from .presets import resolve
 from .result import (
     ADVIError,
@@ -44,30 +45,6 @@ logger = logging.getLogger("advi")
 
 ETA_GRID = (100.0, 10.0, 1.0, 0.1, 0.01)
 """Stan's eta search sequence (``advi::adapt_eta``)."""
-
-
-def _check_positive_int(name: str, value: Any, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
-
-
-def _validate(o: dict[str, Any]) -> None:
-    get_family(o["family"])
-    for name in ("grad_samples", "elbo_samples", "adapt_iter", "eval_elbo", "max_iter"):
-        _check_positive_int(name, o[name])
-    _check_positive_int("khat_samples", o["khat_samples"], minimum=0)
-    if o["checkpoint_every"] is not None:
-        _check_positive_int("checkpoint_every", o["checkpoint_every"])
-    eta = o["eta"]
-    if eta is not None and not (isinstance(eta, (int, float)) and math.isfinite(eta) and eta > 0):
-        raise ValueError(f"eta={eta!r} must be a positive finite number, or None to adapt it")
-    tol = o["tol_rel_obj"]
-    if not (isinstance(tol, (int, float)) and tol > 0):
-        raise ValueError(f"tol_rel_obj={tol!r} must be a positive number")
-    if o["init"] not in INIT_SCHEMES:
-        raise ValueError(
-            f"init={o['init']!r} is not a valid initialisation; use one of {INIT_SCHEMES}"
-        )
 
 
 def _check_key(rng_key: Any) -> None:
@@ -129,7 +106,7 @@ def fit(
     model: Callable | Target,
     *model_args: Any,
     rng_key: Array,
-    preset: str = "stan",
+    preset: str | Options = "stan",
     model_kwargs: dict[str, Any] | None = None,
     checkpoint: Callable[[CheckpointInfo], bool | None] | None = None,
     **options: Any,
@@ -143,7 +120,8 @@ def fit(
         rng_key: a JAX PRNG key; the same key gives the same result on the same machine.
         preset: "stan" (Stan's ADVI, the paper's algorithm; the default) or "robust" (this
             library's: Laplace start, preconditioned Adam, split-R-hat stop and iterate
-            averaging; :mod:`advi.presets`). Options given explicitly override the preset.
+            averaging; :mod:`advi.presets`), or an :class:`advi.Options`. Options given
+            explicitly override the preset.
         model_kwargs: the model's keyword arguments, kept apart from the options so that a
             model keyword can never be taken for an option (as NumPyro's ``SVI.run``).
         checkpoint: ``hook(info: CheckpointInfo) -> bool | None`` called every
@@ -176,27 +154,29 @@ def fit(
     Non-finite draws are redrawn (at most 10 M per gradient); when that budget runs out the
     run restarts with a smaller eta from the last state whose ELBO estimate was finite,
     with a warning, instead of stopping as Stan does.
+
+    The first fit of a process turns on JAX's persistent compilation cache unless the user
+    configured it or set ``ADVI_COMPILATION_CACHE=0`` (:mod:`advi.cache`).
     """
     o = resolve(preset, options)
-    _validate(o)
     _check_key(rng_key)
     target = _target(model, model_args, model_kwargs, o)
     _check_size(target, o)
-    opt = get_optimizer(o["optimizer"])
+    opt = get_optimizer(o.optimizer)
     enable_default_cache()
-    checkpoint_every = o["checkpoint_every"] or o["eval_elbo"]
+    checkpoint_every = o.checkpoint_every or o.eval_elbo
     start = time.perf_counter()
     logger.info("compiling the start, iteration and ELBO functions ...")
-    compiled = CompiledADVI(target, Options(
-        family=get_family(o["family"]), optimizer=o["optimizer"], grad_samples=o["grad_samples"],
-        elbo_samples=o["elbo_samples"], init=o["init"], laplace=o["start"] == "laplace",
-        precondition=o["precondition"], moments=o["stop"] == "rhat",
+    compiled = CompiledADVI(target, CompileSpec(
+        family=get_family(o.family), optimizer=o.optimizer, grad_samples=o.grad_samples,
+        elbo_samples=o.elbo_samples, init=o.init, laplace=o.start == "laplace",
+        precondition=o.precondition, moments=o.stop == "rhat",
     ), opt)
     compile_s = time.perf_counter() - start
     logger.info("compiled in %.1f s", compile_s)
     start = time.perf_counter()
     (adapt_key, run_key, elbo_key), state0, start_info = compiled.setup(rng_key)
-    if o["start"] == "laplace":
+    if o.start == "laplace":
         logger.info("start: %s after %d L-BFGS steps (%.2f s)",
                     "Laplace" if bool(start_info.laplace) else "random (no usable mode)",
                     int(start_info.steps), time.perf_counter() - start)
@@ -204,14 +184,14 @@ def fit(
         logger.info("start: %s", start_info.note)
         if start_info.warn:
             warnings.warn(start_info.note, RuntimeWarning, stacklevel=2)
-    eta, eta_adapted = o["eta"], o["eta"] is None
+    eta, eta_adapted = o.eta, o.eta is None
     if eta_adapted:
-        eta = _adapt_eta(compiled, state0, adapt_key, o["adapt_iter"])
+        eta = _adapt_eta(compiled, state0, adapt_key, o.adapt_iter)
     adapt_s = time.perf_counter() - start
     common = dict(compile_s=compile_s, adapt_s=adapt_s, eta_adapted=eta_adapted,
                   start=_start_name(o, start_info), elbo_key=elbo_key,
-                  khat_samples=o["khat_samples"])
-    if o["stop"] == "rhat":
+                  khat_samples=o.khat_samples)
+    if o.stop == "rhat":
         result = _fit_robust(compiled, state0, float(eta), run_key=run_key, o=o,
                              checkpoint=checkpoint, checkpoint_every=checkpoint_every,
                              burn_in=not bool(start_info.laplace), **common)
@@ -221,55 +201,54 @@ def fit(
             state0,
             float(eta),
             run_key=run_key,
-            tol_rel_obj=o["tol_rel_obj"],
-            eval_elbo=o["eval_elbo"],
-            max_iter=o["max_iter"],
-            chunk_len=math.gcd(o["eval_elbo"], checkpoint_every),
+            tol_rel_obj=o.tol_rel_obj,
+            eval_elbo=o.eval_elbo,
+            max_iter=o.max_iter,
+            chunk_len=math.gcd(o.eval_elbo, checkpoint_every),
             checkpoint_every=checkpoint_every,
             checkpoint=checkpoint,
             **common,
         )
-    if o["family"] != "fullrank":
+    if o.family != "fullrank":
         return result
     return checked_fullrank(result, state0.params if start_info.laplace else None)
 
 
 def _target(model: Callable | Target, model_args: tuple, model_kwargs: dict | None,
-            o: dict[str, Any]) -> Target:
+            o: Options) -> Target:
     if isinstance(model, Target):
-        if o["minibatch_size"] is not None:
+        if o.minibatch_size is not None:
             raise ValueError(
                 "minibatch_size applies to NumPyro models only; a Target's log density "
                 "does its own subsampling"
             )
         return model
-    return from_numpyro(model, model_args, model_kwargs, minibatch_size=o["minibatch_size"],
-                        minibatch_plate=o["minibatch_plate"])
+    return from_numpyro(model, model_args, model_kwargs, minibatch_size=o.minibatch_size,
+                        minibatch_plate=o.minibatch_plate)
 
 
-def _check_size(target: Target, o: dict[str, Any]) -> None:
+def _check_size(target: Target, o: Options) -> None:
     """Refuse, before any allocation, a latent space of size 0 and a full-rank q too large."""
     dim = target.dim
     if dim == 0:
         raise ValueError("the model's latent sites have 0 unconstrained dimensions (every "
                          "latent site is empty): there is nothing to infer")
-    _check_positive_int("fullrank_max_dim", o["fullrank_max_dim"])
-    if o["family"] == "fullrank" and dim > o["fullrank_max_dim"]:
+    if o.family == "fullrank" and dim > o.fullrank_max_dim:
         gib = dim * dim * np.dtype(jnp.result_type(float)).itemsize / 2**30
         raise ValueError(
             f"family='fullrank' with K={dim} latent dimensions needs a {dim}x{dim} Cholesky "
             f"factor: {gib:.2f} GiB for L alone, and as much again for its gradient and each "
-            f"optimiser moment; above fullrank_max_dim={o['fullrank_max_dim']} use "
+            f"optimiser moment; above fullrank_max_dim={o.fullrank_max_dim} use "
             "family='meanfield' (or raise fullrank_max_dim)"
         )
 
 
-def _start_name(o: dict[str, Any], info: Any) -> str:
-    if o["start"] != "laplace":
-        return f"init={o['init']}"
+def _start_name(o: Options, info: Any) -> str:
+    if o.start != "laplace":
+        return f"init={o.init}"
     if bool(info.laplace):
         return f"laplace ({int(info.steps)} L-BFGS steps)"
-    return f"init={o['init']} (no usable mode after {int(info.steps)} L-BFGS steps)"
+    return f"init={o.init} (no usable mode after {int(info.steps)} L-BFGS steps)"
 
 
 def _khat_weights(compiled: CompiledADVI, params: Any, elbo_key: Array, khat_samples: int
@@ -289,17 +268,17 @@ def _khat_weights(compiled: CompiledADVI, params: Any, elbo_key: Array, khat_sam
 
 
 def _fit_robust(compiled: CompiledADVI, state0: ADVIState, eta: float, *, run_key: Array,
-                o: dict[str, Any], checkpoint: Callable | None, checkpoint_every: int,
+                o: Options, checkpoint: Callable | None, checkpoint_every: int,
                 compile_s: float, adapt_s: float, eta_adapted: bool, start: str,
                 elbo_key: Array, khat_samples: int, burn_in: bool) -> ADVIResult:
     """The robust preset's loop (:mod:`advi.robust`) and its result."""
     out = robust.optimise(compiled, state0, eta, run_key=run_key,
-                          chunk_len=math.gcd(o["eval_elbo"], checkpoint_every),
-                          max_iter=o["max_iter"], checkpoint_every=checkpoint_every,
+                          chunk_len=math.gcd(o.eval_elbo, checkpoint_every),
+                          max_iter=o.max_iter, checkpoint_every=checkpoint_every,
                           checkpoint=checkpoint, wall_s=adapt_s, burn_in=burn_in)
     notes = []
     if not out.converged and out.reason == "max_iter":
-        notes.append(f"max_iter={o['max_iter']} reached before the iterates were stationary "
+        notes.append(f"max_iter={o.max_iter} reached before the iterates were stationary "
                      f"(split R-hat < 1.1); the result is the average of the last window")
         warnings.warn(notes[-1], RuntimeWarning, stacklevel=3)
     approx = Approximation(compiled.family, out.params, compiled.target)

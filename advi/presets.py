@@ -1,4 +1,7 @@
-"""The options of :func:`advi.fit` and their defaults, per preset: the one home of each default.
+"""The presets of :func:`advi.fit`: named, frozen :class:`advi.Options` values.
+
+``"stan"`` is ``Options()``, whose defaults (:mod:`advi.options`) are Stan's; ``"robust"``
+overrides six of them, here and nowhere else.
 
 ``"stan"`` is Stan's ADVI (``stan/variational/advi.hpp``, CmdStan's defaults) and the
 paper's algorithm: random initial mean, unit scales, Stan's step-size sequence with the eta
@@ -28,74 +31,36 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
-STARTS = ("init", "laplace")
-STOPS = ("relative_elbo", "rhat")
+from .options import OPTIONS, Options
 
-_STAN: dict[str, Any] = {
-    "family": "meanfield",
-    "grad_samples": 1,
-    "elbo_samples": 100,
-    "eta": None,
-    "adapt_iter": 50,
-    "tol_rel_obj": 0.01,
-    "eval_elbo": 100,
-    "max_iter": 10000,
-    "minibatch_size": None,
-    "minibatch_plate": None,
-    "checkpoint_every": None,
-    "init": "random",
-    "optimizer": "stan",
-    "khat_samples": 1000,
-    "start": "init",
-    "stop": "relative_elbo",
-    "precondition": False,
-    "fullrank_max_dim": 5000,
-}
-_ROBUST = {
-    **_STAN,
-    "eta": 0.1,
-    "eval_elbo": 50,
-    "optimizer": "adam(b2=0.99)",
-    "start": "laplace",
-    "stop": "rhat",
-    "precondition": True,
-}
-PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
-    {"stan": MappingProxyType(_STAN), "robust": MappingProxyType(_ROBUST)}
-)
-"""Read-only: preset name -> its options (a read-only mapping)."""
+PRESETS: Mapping[str, Options] = MappingProxyType({
+    "stan": Options(),
+    "robust": Options(eta=0.1, eval_elbo=50, optimizer="adam(b2=0.99)", start="laplace",
+                      stop="rhat", precondition=True),
+})
+"""Read-only: preset name -> its :class:`advi.Options` (frozen)."""
 
-OPTIONS = tuple(PRESETS["stan"])
-"""The option names :func:`advi.fit` accepts besides model, data, key, preset and hook."""
+__all__ = ["OPTIONS", "PRESETS", "resolve"]
 
 
-def resolve(preset: str, options: dict[str, Any]) -> dict[str, Any]:
+def resolve(preset: str | Options, options: Mapping[str, object]) -> Options:
     """The preset's options with those given explicitly put over them.
 
     Args:
-        preset: "stan" or "robust".
+        preset: "stan", "robust", or an :class:`advi.Options` to start from.
         options: explicitly given options (names from :data:`OPTIONS`).
 
     Returns:
-        a new dict with every name of :data:`OPTIONS`.
+        a new :class:`advi.Options`, checked.
 
     Raises:
         ValueError: for an unknown preset, an unknown option name (pointing model keywords
-            to ``model_kwargs``), or an unknown ``start`` / ``stop``.
+            to ``model_kwargs``), or an invalid value (naming it and the valid ones).
     """
-    if preset not in PRESETS:
-        raise ValueError(f"preset={preset!r} is unknown; use one of {tuple(PRESETS)}")
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise ValueError(
-            f"unknown option(s) {unknown} for advi.fit; the options are {OPTIONS}. Keyword "
-            "arguments of the model go in model_kwargs={...}"
-        )
-    resolved = {**PRESETS[preset], **options}
-    if resolved["start"] not in STARTS:
-        raise ValueError(f"start={resolved['start']!r} is unknown; use one of {STARTS}")
-    if resolved["stop"] not in STOPS:
-        raise ValueError(f"stop={resolved['stop']!r} is unknown; use one of {STOPS}")
-    return resolved
+    if isinstance(preset, Options):
+        return preset.replace(**options)
+    if not isinstance(preset, str) or preset not in PRESETS:
+        raise ValueError(f"preset={preset!r} is unknown; use one of {tuple(PRESETS)} or an "
+                         "advi.Options")
+    return PRESETS[preset].replace(**options)

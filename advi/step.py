@@ -1,13 +1,9 @@
-"""One ADVI iteration as pure functions over NamedTuples (the BlackJAX ``meanfield_vi`` style).
+"""One ADVI iteration as a pure function over NamedTuples (the BlackJAX ``meanfield_vi`` style).
 
-:func:`init` builds the state, :func:`step` takes one stochastic gradient step (paper
-Algorithm 1, one pass of its loop). :func:`advi.fit` compiles chunks of these steps; a user
-who wants their own loop (own schedule, own stopping rule, logging) calls them directly::
-
-    state = advi.init(target, key, family="meanfield", optimizer="adam")
-    step = jax.jit(functools.partial(advi.step, target, eta=0.1, optimizer="adam"))
-    for k in range(1000):
-        state, info = step(state, jax.random.fold_in(key, k))
+:func:`step` takes one stochastic gradient step (paper Algorithm 1, one pass of its loop)
+with a family and an optimiser already built. Users reach it through
+:func:`advi.algorithm`, which builds those once and passes the data as an argument;
+:func:`advi.fit` compiles chunks of the same steps.
 """
 
 from __future__ import annotations
@@ -20,8 +16,7 @@ import optax
 from jax import Array
 
 from .elbo import elbo_grad, whitened_elbo_grad
-from .families import Family, get_family
-from .step_size import get_optimizer
+from .families import Family
 from .target import Target
 from .whitening import whitened_step
 
@@ -69,31 +64,6 @@ def fresh_state(params: Any, optimizer: optax.GradientTransformation, iteration:
                      jnp.asarray(redraws, jnp.int32))
 
 
-def init(
-    target: Target,
-    rng_key: Array,
-    *,
-    family: str | Family = "meanfield",
-    optimizer: str | optax.GradientTransformation = "stan",
-    init: str = "random",
-) -> ADVIState:
-    """The initial state: q with mean from ``init`` and unit scales (omega = 0, L = I).
-
-    Args:
-        target: what to fit (:func:`advi.from_numpyro`, :func:`advi.from_log_density`).
-        rng_key: PRNG key for the initial mean.
-        family: "meanfield" or "fullrank" (or a :class:`advi.families.Family`).
-        optimizer: as :func:`advi.get_optimizer`.
-        init: "random" (mu ~ N(0, I)), "zero" (Algorithm 1) or "stan" (mu ~ U(-2, 2)).
-
-    Raises:
-        ValueError: for an unknown family, optimizer or init scheme.
-    """
-    fam = family if isinstance(family, Family) else get_family(family)
-    params = fam.init(rng_key, target.dim, init)
-    return fresh_state(params, get_optimizer(optimizer), jnp.zeros((), jnp.int32))
-
-
 def precondition_by_scale(family: Family, params: Any, updates: Any) -> Any:
     """Multiply the update of the mean by q's marginal standard deviations, so that a unit
     step moves each coordinate by about one of its own posterior standard deviations
@@ -110,8 +80,8 @@ def step(
     rng_key: Array,
     eta: float | Array,
     *,
-    family: str | Family = "meanfield",
-    optimizer: str | optax.GradientTransformation = "stan",
+    family: Family,
+    optimizer: optax.GradientTransformation,
     grad_samples: int = 1,
     precondition: bool = False,
 ) -> tuple[ADVIState, StepInfo]:
@@ -119,12 +89,14 @@ def step(
     optimiser's direction, a step of scale ``eta``.
 
     Args:
-        target: what to fit; its ``data`` are read here (jit-compile with the target
-            closed over and its data passed as an argument to avoid baking them in).
+        target: what to fit; its ``data`` are read here (:func:`advi.algorithm` passes
+            them as an argument of the jitted step, so they are never baked in).
         state: the current :class:`ADVIState`.
         rng_key: the key of this iteration (draws and minibatches).
         eta: step-size scale (float or () array).
-        family, optimizer: as in :func:`init`; must match the state's.
+        family: the variational family (:func:`advi.get_family`); must match the state's.
+        optimizer: the optax transform (:func:`advi.get_optimizer`) whose state the
+            state carries.
         grad_samples: M >= 1 draws per gradient.
         precondition: mean-field: scale mean updates by q's standard deviations
             (:func:`precondition_by_scale`); full-rank: natural-gradient steps in the
@@ -135,21 +107,19 @@ def step(
         ``(new_state, info)``; a refused step (``info.ok`` False) returns the old state
         with ``failed`` set.
     """
-    fam = family if isinstance(family, Family) else get_family(family)
-    opt = get_optimizer(optimizer)
 
     def log_density(zeta: Array, batch_key: Array) -> Array:
         return target.log_density_fn(zeta, batch_key, target.data)
 
-    if precondition and fam.name == "fullrank":  # natural-gradient steps, no optimiser
+    if precondition and family.name == "fullrank":  # natural-gradient steps, no optimiser
         est = whitened_elbo_grad(log_density, state.params, rng_key, grad_samples)
         params = whitened_step(state.params, est.grad, eta, grad_samples)
         opt_state = state.opt_state
     else:
-        est = elbo_grad(log_density, fam, state.params, rng_key, grad_samples)
-        updates, opt_state = opt.update(est.grad, state.opt_state, state.params)
+        est = elbo_grad(log_density, family, state.params, rng_key, grad_samples)
+        updates, opt_state = optimizer.update(est.grad, state.opt_state, state.params)
         if precondition:
-            updates = precondition_by_scale(fam, state.params, updates)
+            updates = precondition_by_scale(family, state.params, updates)
         params = jax.tree.map(lambda p, u: p + eta * u, state.params, updates)
     ok = est.ok & jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)]))
     moved = ADVIState(params, opt_state, state.iteration + 1, jnp.zeros((), bool),

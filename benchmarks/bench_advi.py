@@ -3,8 +3,8 @@
 Measures, in one run (see benchmarks/README.md):
 
 (a) iteration cost on E1 (ARD regression, N = 10,000 rows, D = 250 regressors, K = 501):
-    seconds per iteration of ``advi.step`` (jit-compiled, n steps in one ``lax.fori_loop``,
-    the target closed over and its data passed as an argument) / seconds of one jitted
+    seconds per iteration of ``advi.algorithm(...).step`` (jit-compiled, n steps in one
+    ``lax.fori_loop``, the data passed as an argument) / seconds of one jitted
     ``vmap(grad(log_density))`` call at the same M draws, M = 1 and 10, for the step of
     each preset (Stan's step-size sequence; preconditioned Adam); target <= 1.3. Also, for
     information: ``advi.fit``'s own loop (``result.wall_s / max_iter`` at eta = 0.1, one
@@ -120,27 +120,28 @@ def grad_loop_timer(target: Any, M: int) -> Timed:
 
 
 def step_timer(target: Any, M: int, preset: str, stats: dict | None = None) -> Timed:
-    """n iterations of ``advi.step`` with the step of ``preset`` (its optimiser and
-    preconditioning, ``advi.PRESETS``), mean-field, eta = 0.1, from ``advi.init``.
-    ``stats["redraws"]`` gets the non-finite draws redrawn per step (``StepInfo.redraws``)."""
+    """n iterations of ``advi.algorithm(...).step`` with the step of ``preset`` (its
+    optimiser and preconditioning, ``advi.PRESETS``), mean-field, eta = 0.1, from its
+    ``init``. ``stats["redraws"]`` gets the non-finite draws redrawn per step
+    (``StepInfo.redraws``)."""
     import jax
 
     import advi
 
     o = advi.PRESETS[preset]
     key = jax.random.PRNGKey(0)
-    state = advi.init(target, key, family="meanfield", optimizer=o["optimizer"])
+    alg = advi.algorithm(target, family="meanfield", optimizer=o.optimizer, grad_samples=M,
+                         precondition=o.precondition)
+    state = alg.init(key)
 
     def body(i: Any, carry: Any, data: Any) -> Any:
-        s, info = advi.step(target._replace(data=data), carry[0], jax.random.fold_in(key, i),
-                            ETA, family="meanfield", optimizer=o["optimizer"], grad_samples=M,
-                            precondition=o["precondition"])
+        s, info = alg.step(carry[0], jax.random.fold_in(key, i), ETA, data)
         return s, carry[1] + info.redraws
 
     def check(carry: Any, n: int) -> None:
         s, redraws = carry
         if bool(s.failed):
-            raise RuntimeError(f"advi.step ({preset}) failed at iteration {int(s.iteration)}")
+            raise RuntimeError(f"the step ({preset}) failed at iteration {int(s.iteration)}")
         if stats is not None:
             stats["redraws"] = int(redraws) / n
 
@@ -177,7 +178,7 @@ def estimator_timer(target: Any, M: int, plain: bool) -> Timed:
 
     family = advi.get_family("meanfield")
     key = jax.random.PRNGKey(0)
-    params = advi.init(target, key).params
+    params = advi.algorithm(target).init(key).params
 
     def body(i: Any, total: Any, data: Any) -> Any:
         def log_density(zeta: Any, batch_key: Any) -> Any:
@@ -202,7 +203,7 @@ def same_draws_gap(target: Any, M: int) -> float:
     import advi
 
     key = jax.random.PRNGKey(3)
-    params = advi.init(target, key).params
+    params = advi.algorithm(target).init(key).params
     a = advi.elbo_grad(target.log_density, advi.get_family("meanfield"), params, key, M)
     _, b = plain_meanfield_grad(target.log_density, params, key, M)
     diffs = jax.tree.map(lambda x, y: jnp.max(jnp.abs(x - y) / (1e-6 + jnp.abs(y))), a.grad, b)
@@ -369,8 +370,8 @@ Verdict = tuple[str, float, str, float]
 LABELS = {
     "grad call": "gradient, one jitted call (denominator)",
     "grad loop": "gradient inside a compiled loop",
-    "step stan": "advi.step, preset stan's step",
-    "step robust": "advi.step, preset robust's step",
+    "step stan": "algorithm step, preset stan's",
+    "step robust": "algorithm step, preset robust's",
     "fit loop": "advi.fit loop (stan, 1 ELBO at the end)",
     "elbo_grad": "advi.elbo_grad (redraw while_loop)",
     "plain grad": "same draws, plain vmap(value_and_grad)",
@@ -399,7 +400,7 @@ def report_iteration_cost(target: Any, model: Any, train: tuple, args: argparse.
         cells = "".join(f"{1e3 * med[M][name]:9.3f} ({1e3 * min(per_iter[M][name]):.3f}-"
                         f"{1e3 * max(per_iter[M][name]):.3f})".rjust(24) for M in (1, 10))
         print(f"  {label:44s}{cells}")
-    print("  non-finite draws redrawn per advi.step (M = 1, M = 10): " + "; ".join(
+    print("  non-finite draws redrawn per step (M = 1, M = 10): " + "; ".join(
         f"{p} {stats[1][p]['redraws']:.3g}, {stats[10][p]['redraws']:.3g}" for p in PRESETS))
     print(f"  ratios (of medians; of the fastest repeats){'M = 1':>16s}{'M = 10':>18s}")
     verdicts = []

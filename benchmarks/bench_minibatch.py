@@ -4,7 +4,7 @@ The Gaussian mixture of Figure 1b (``models.gmm``, K = 30, D = 576) on the simul
 imageCLEF stand-in (250,000 training rows, ``datasets.simulate.gmm_standin``), minibatch
 size B in (50, 100, 500, 1000). Measures, in one process (see benchmarks/README.md):
 
-(d) per minibatch size B: ADVI seconds per iteration (``advi.step`` with Stan's step-size
+(d) per minibatch size B: ADVI seconds per iteration (the algorithm step with Stan's step-size
     sequence, M = 1, n steps in one compiled loop) / seconds of one jitted gradient call of
     the minibatch log joint at B; target <= 1.3. Also printed: the gradient inside a compiled
     loop (no dispatch cost) and ``advi.fit``'s main loop with Stan's 100-draw ELBO every 100

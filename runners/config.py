@@ -269,9 +269,9 @@ class AdviConfig:
         names = [n for n in advi.OPTIONS if hasattr(self, n)]
         return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
 
-    def resolved(self) -> dict[str, Any]:
+    def resolved(self) -> advi.Options:
         """Every ``advi.fit`` option with its value for this run (preset, then overrides)."""
-        return advi.presets.resolve(self.preset, self.options())
+        return advi.PRESETS[self.preset].replace(**self.options())
 
     def run_name(self) -> str:
         """The method's folder name, e.g. ``advi_M1``, ``advi_M10_B500``, ``advi_robust_M1``.
@@ -282,29 +282,29 @@ class AdviConfig:
         """
         o, base = self.resolved(), advi.PRESETS[self.preset]
         parts = ["advi"] + ([self.preset] if self.preset != "stan" else [])
-        if o["family"] != "meanfield":
-            parts.append(o["family"])
-        parts.append(f"M{o['grad_samples']}")
-        if o["minibatch_size"] is not None:
-            parts.append(f"B{o['minibatch_size']}")
-        if o["eta"] != base["eta"]:
-            parts.append(f"eta{o['eta']:g}")
-        if o["init"] != base["init"]:
-            parts.append(f"init-{o['init']}")
-        if o["optimizer"] != base["optimizer"]:
-            parts.append(o["optimizer"])
+        if o.family != "meanfield":
+            parts.append(o.family)
+        parts.append(f"M{o.grad_samples}")
+        if o.minibatch_size is not None:
+            parts.append(f"B{o.minibatch_size}")
+        if o.eta != base.eta:
+            parts.append(f"eta{o.eta:g}")
+        if o.init != base.init:
+            parts.append(f"init-{o.init}")
+        if o.optimizer != base.optimizer:
+            parts.append(o.optimizer)
         return "_".join(parts)
 
     def label(self) -> str:
         """The legend entry, as in the paper: ``ADVI (M=1)``, ``ADVI (M=1, B=500)``,
         ``ADVI robust (M=1)``."""
         o, base = self.resolved(), advi.PRESETS[self.preset]
-        details = [f"M={o['grad_samples']}"]
-        if o["minibatch_size"] is not None:
-            details.append(f"B={o['minibatch_size']}")
-        if o["eta"] != base["eta"]:
-            details.append(f"eta={o['eta']:g}")
-        family = "" if o["family"] == "meanfield" else f" {o['family']}"
+        details = [f"M={o.grad_samples}"]
+        if o.minibatch_size is not None:
+            details.append(f"B={o.minibatch_size}")
+        if o.eta != base.eta:
+            details.append(f"eta={o.eta:g}")
+        family = "" if o.family == "meanfield" else f" {o.family}"
         preset = "" if self.preset == "stan" else f" {self.preset}"
         return f"ADVI{preset}{family} ({', '.join(details)})"
 

@@ -89,7 +89,7 @@ def test_a_funnel_whose_mode_runs_off_falls_back_to_the_random_start():
 def test_explicit_options_override_the_preset_and_unknown_ones_are_named():
     target = advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 2)
     result = advi.fit(target, rng_key=KEY, preset="robust", max_iter=100, khat_samples=0)
-    assert result.num_iterations == 100 and result.eta == advi.PRESETS["robust"]["eta"]
+    assert result.num_iterations == 100 and result.eta == advi.PRESETS["robust"].eta
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['K'\].*model_kwargs"):
         advi.fit(target, rng_key=KEY, K=3)
     with pytest.raises(ValueError, match="preset='fast' is unknown"):
@@ -105,7 +105,7 @@ def test_a_model_keyword_named_like_an_option_reaches_the_model():
     result = advi.fit(model, rng_key=KEY, preset="robust", model_kwargs={"eta": 3.0},
                       khat_samples=0)
     assert float(result.params.mu[0]) == pytest.approx(3.0, abs=0.15)
-    assert result.eta == advi.PRESETS["robust"]["eta"]
+    assert result.eta == advi.PRESETS["robust"].eta
 
 
 def test_a_second_fit_of_the_same_shapes_compiles_nothing():
@@ -115,7 +115,7 @@ def test_a_second_fit_of_the_same_shapes_compiles_nothing():
 
     first = advi.fit(model, jnp.ones(7), rng_key=KEY, preset="robust")
     first.sample(KEY, 10)
-    assert first.khat_log_weights.shape == (advi.PRESETS["robust"]["khat_samples"],)
+    assert first.khat_log_weights.shape == (advi.PRESETS["robust"].khat_samples,)
     other_data, other_key = jnp.full(7, 2.0, jnp.float32), jax.random.PRNGKey(1)
     with _compiles() as compiled:
         second = advi.fit(model, other_data, rng_key=other_key, preset="robust")
@@ -155,24 +155,46 @@ def _compiles():
         logging.getLogger("jax").removeHandler(handler)
 
 
-def test_step_api_runs_a_users_own_loop():
-    target = advi.from_log_density(lambda z: -0.5 * jnp.sum((z - 2.0) ** 2 / 0.25), 3)
-    state = advi.init(target, KEY, optimizer="adam", init="zero")
+def test_algorithm_object_runs_a_users_own_loop_with_the_data_as_an_argument():
+    def model(y):
+        numpyro.sample("y", dist.Normal(numpyro.sample("mu", dist.Normal(0.0, 10.0)), 0.5),
+                       obs=y)
+
+    target = advi.from_numpyro(model, (jnp.full(3, 2.0),))
+    alg = advi.algorithm(target, optimizer="adam", init="zero", grad_samples=4)
+    state = alg.init(KEY)
 
     @jax.jit
-    def run(state):
+    def run(state, data):
         def body(k, s):
-            return advi.step(target, s, jax.random.fold_in(KEY, k), 0.05, optimizer="adam",
-                             grad_samples=4)[0]
+            return alg.step(s, jax.random.fold_in(KEY, k), 0.05, data)[0]
 
         return jax.lax.fori_loop(0, 2000, body, state)
 
-    state = run(state)
+    # conjugate: precision 1/10^2 + 3/0.5^2 = 12.01, mean (sum y / 0.5^2) / 12.01
+    mu, sd = 2.0 * 12.0 / 12.01, 12.01 ** -0.5
+    state = run(state, target.data)
     assert int(state.iteration) == 2000 and not bool(state.failed)
-    np.testing.assert_allclose(state.params.mu, 2.0, atol=0.25)  # last iterate, not averaged
-    np.testing.assert_allclose(jnp.exp(state.params.omega), 0.5, atol=0.15)
-    _, info = advi.step(target, state, KEY, 0.05, optimizer="adam")
+    np.testing.assert_allclose(state.params.mu, mu, atol=0.1)  # last iterate, not averaged
+    np.testing.assert_allclose(jnp.exp(state.params.omega), sd, atol=0.1)
+    # other data of the same shapes: the same compiled loop, the posterior moves with them
+    moved = run(alg.init(KEY), (jnp.full(3, -1.0),))
+    np.testing.assert_allclose(moved.params.mu, -mu / 2.0, atol=0.1)
+    draws = alg.sample(state.params, KEY, 4000)
+    assert draws.shape == (4000, 1)
+    np.testing.assert_allclose(jnp.std(draws), sd, rtol=0.15)
+    _, info = alg.step(state, KEY, 0.05, target.data)
     assert bool(info.ok) and float(info.elbo) > -10.0
+
+
+def test_algorithm_checks_its_arguments_as_options_do():
+    target = advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 2)
+    with pytest.raises(ValueError, match=r"grad_samples=0 must be an integer >= 1"):
+        advi.algorithm(target, grad_samples=0)
+    with pytest.raises(ValueError, match=r"init='ones' is not valid; use one of"):
+        advi.algorithm(target, init="ones")
+    with pytest.raises(ValueError, match="optimizer='lbfgs'"):
+        advi.algorithm(target, optimizer="lbfgs")
 
 
 def test_sizes_are_checked_before_any_allocation():

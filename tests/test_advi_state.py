@@ -1,6 +1,7 @@
 """No hidden state: importing advi changes no JAX setting and imports no workflow library,
 presets cannot be changed in place, and the library's caches keep none of the user's data."""
 
+import dataclasses
 import gc
 import json
 import subprocess
@@ -44,9 +45,10 @@ def test_import_loads_no_workflow_or_plotting_library(tmp_path):
 def test_presets_cannot_be_changed_in_place():
     with pytest.raises(TypeError):
         advi.PRESETS["mine"] = advi.PRESETS["stan"]
-    with pytest.raises(TypeError):
-        advi.PRESETS["robust"]["eta"] = 1.0
-    assert advi.PRESETS["robust"]["eta"] == 0.1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        advi.PRESETS["robust"].eta = 1.0
+    assert advi.PRESETS["robust"].replace(eta=1.0).eta == 1.0
+    assert advi.PRESETS["robust"].eta == 0.1
 
 
 def _regression(x, y):
@@ -55,21 +57,31 @@ def _regression(x, y):
         numpyro.sample("y", dist.Normal(x @ w, 1.0), obs=y)
 
 
+def _data_arrays(rows: int) -> list:
+    return [a for a in jax.live_arrays() if a.shape[:1] == (rows,)]
+
+
+def test_an_algorithm_object_keeps_no_data():
+    x = jnp.ones((2011, 3))
+    target = advi.from_numpyro(_regression, (x, x[:, 0]))
+    alg = advi.algorithm(target, optimizer="adam")
+    del target, x
+    gc.collect()
+    assert _data_arrays(2011) == []
+    assert alg.init(jax.random.PRNGKey(0)).params.mu.shape == (3,)
+
+
 @pytest.mark.filterwarnings("ignore:max_iter")
 @pytest.mark.parametrize("preset", ["stan", "robust"])
 def test_caches_keep_no_data_once_the_result_is_gone(preset):
     shape = (2003, 7)  # a shape no other array of the process has
-
-    def data_arrays():
-        return [a for a in jax.live_arrays() if a.shape[:1] == shape[:1]]
-
     x = jnp.asarray(np.random.default_rng(0).normal(size=shape), jnp.float32)
     y = x @ jnp.ones(shape[1])
     result = advi.fit(_regression, x, y, rng_key=jax.random.PRNGKey(0), preset=preset,
                       eta=0.1, max_iter=100, eval_elbo=50, khat_samples=20)
     result.sample(jax.random.PRNGKey(1), 5)
     assert result.khat_log_weights.shape == (20,)
-    assert len(data_arrays()) >= 2  # x and y, alive while the caller holds them
+    assert len(_data_arrays(shape[0])) >= 2  # x and y, alive while the caller holds them
     del result, x, y
     gc.collect()
-    assert data_arrays() == []
+    assert _data_arrays(shape[0]) == []
