@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,7 @@ from runners.summary import read_traces
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 import plot_accuracy  # noqa: E402
+import publish_results  # noqa: E402
 import screenshot_report  # noqa: E402
 from test_workflow_figures import assert_readable  # noqa: E402
 
@@ -166,6 +168,24 @@ def embedded_pages(report_html):
     results = json.loads(re.search(r"var results = (\{.*?\});\n", report_html, re.S).group(1))
     return {path: base64.b64decode(entry["data_uri"].split(",", 1)[1]).decode()
             for path, entry in results.items() if entry["data_uri"].startswith("data:text/html")}
+
+
+@ON_SMOKE_WORKER
+def test_a_run_is_published_from_its_own_files(smoke, tmp_path):
+    out = tmp_path / "published"
+    page = publish_results.write_page(smoke / "results", out, "snakemake --cores 2",
+                                      default_seeds=[0, 1, 2])
+    text = page.read_text()
+    figures = re.findall(r"!\[[^]]*\]\((figures/[^)]+)\)", text)
+    assert {Path(f).stem for f in figures} >= {figure for figure, _, _ in EXPERIMENTS.values()}
+    assert all((out / f).is_file() and Image.open(out / f).width <= 1000 for f in figures)
+    claims = pd.read_csv(smoke / "results" / "claims.csv")
+    assert all(f"| {claim} " in text for claim in claims["claim"])
+    commit = json.loads((run_folder(smoke, "linreg_ard", "nuts") / "info.json").read_text())[
+        "environment"]["git_commit"]
+    assert f"`{commit}" in text and "hours** from the first fit's start" in text
+    assert "Seeds: [0] (the default run: [0, 1, 2])" in text
+    assert (out / "summaries" / "gmm_minibatch.csv").is_file()
 
 
 @ON_SMOKE_WORKER
