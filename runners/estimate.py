@@ -1,12 +1,15 @@
 """How long a planned workflow should take: per run, in core-hours, and on N cores.
 
-A run's *worst case* is its whole budget plus the compilation and scoring the budget's
-clock leaves out (:func:`wall_clock_limit`). Its *estimate* is its measured typical
-wall-clock seconds (``conf/estimates.yaml``: a real run's ``total_s``, everything included),
-where less; a run with no measurement counts at its worst case. The
-hours on N cores are those of a list schedule of the runs, longest first, each on as many
-cores as it declares (Graham 1969: within 4/3 of the best schedule), as Snakemake's own
-scheduler packs them at best.
+A run's *worst case* is the most wall-clock seconds it may take: its whole budget plus the
+compilation and scoring its clock leaves out (:func:`wall_clock_limit`, also the SLURM
+profile's time limit). Its *estimate* comes from a measured run of the same experiment and
+method (``conf/estimates.yaml``, written by ``scripts/plan.py --measure``): a run that
+ended on its own before its budget takes the wall-clock seconds it took (``total_s``); one
+that used its whole budget takes the planned budget times its measured ratio of wall-clock
+to clock seconds (``total_s / wall_s``: scoring and compilation). A run with no measurement
+counts at its worst case. The hours on N cores are those of a list schedule of the runs,
+longest first, each on as many cores as it declares (Graham 1969: within 4/3 of the best
+schedule), as Snakemake's own scheduler packs them at best.
 """
 
 from __future__ import annotations
@@ -22,21 +25,40 @@ import yaml
 from .paths import CONF_DIR
 
 ESTIMATES_FILE = CONF_DIR / "estimates.yaml"
-"""Measured typical seconds per experiment and method at paper scale."""
+"""Measured seconds per experiment and method at paper scale."""
 
-OVERHEAD = 0.2
-"""Scoring on top of a run's clock seconds, as a fraction of them (*choice*: the clock
-excludes it; an MCMC checkpoint scores only the draws since the last one)."""
+BUDGET_FACTOR = 2.0
+"""Wall-clock seconds per second of budget at worst (*choice*): the clock runs only while a
+method computes; scoring a checkpoint (S = 1,000 draws from q at paper scale) can cost as
+much as the iterations between checkpoints."""
 
-OVERHEAD_S = 60.0
-"""Seconds on top of every run (*choice*): start-up, data loading, compilation."""
+EXTRA_S = 15 * 60.0
+"""Seconds on top of every run's worst case (*choice*): start-up, data loading, XLA
+compilation (seconds to a minute per function), the last checkpoint past the budget."""
+
+BUDGET_USED = 0.95
+"""A measured run whose clock reached this fraction of its budget counts as budget-bound."""
 
 
 def wall_clock_limit(budget_s: float) -> float:
-    """The most wall-clock seconds a run with clock budget ``budget_s`` takes: the budget
-    plus compilation, scoring and start-up, ``budget_s * (1 + OVERHEAD) + OVERHEAD_S``.
-    The SLURM profile's time limits and the plan's worst case both use it."""
-    return budget_s * (1.0 + OVERHEAD) + OVERHEAD_S
+    """The most wall-clock seconds a run with clock budget ``budget_s`` takes,
+    ``BUDGET_FACTOR * budget_s + EXTRA_S``: the plan's worst case and the SLURM time limit."""
+    return BUDGET_FACTOR * budget_s + EXTRA_S
+
+
+class Measured(NamedTuple):
+    """A measured run: its clock seconds (``wall_s``), wall-clock seconds (``total_s``) and
+    budget (``budget_s``), from its ``info.json``."""
+
+    wall_s: float
+    total_s: float
+    budget_s: float
+
+    def seconds_for(self, budget_s: float) -> float:
+        """Its expected wall-clock seconds under budget ``budget_s``."""
+        if self.wall_s < BUDGET_USED * self.budget_s:
+            return self.total_s
+        return budget_s * self.total_s / max(self.wall_s, 1e-9)
 
 
 class RunEstimate(NamedTuple):
@@ -51,29 +73,31 @@ class RunEstimate(NamedTuple):
     measured: bool
 
 
-def read_estimates(path: str | Path = ESTIMATES_FILE) -> dict[str, dict[str, float]]:
-    """``{experiment: {method run name: typical wall-clock seconds}}`` from ``path`` (YAML;
-    its ``paper`` key), empty where the file is missing."""
+def read_estimates(path: str | Path = ESTIMATES_FILE) -> dict[str, dict[str, Measured]]:
+    """``{experiment: {method run name: Measured}}`` from ``path`` (YAML; its ``paper``
+    key; each method ``{wall_s: ..., total_s: ..., budget_s: ...}``), empty where the file
+    is missing."""
     path = Path(path)
     if not path.exists():
         return {}
     table = (yaml.safe_load(path.read_text()) or {}).get("paper") or {}
-    return {experiment: {m: float(s) for m, s in (methods or {}).items()}
+    return {experiment: {m: Measured(**{k: float(v) for k, v in run.items()})
+                         for m, run in (methods or {}).items()}
             for experiment, methods in table.items()}
 
 
-def estimate_runs(runs: Iterable[object], typical: Mapping[str, Mapping[str, float]]
+def estimate_runs(runs: Iterable[object], typical: Mapping[str, Mapping[str, Measured]]
                   ) -> list[RunEstimate]:
     """:class:`RunEstimate` of each planned run (objects with ``experiment``, ``method``,
     ``cores`` and ``budget_s``, as :class:`runners.workflow.RunJob`)."""
     out = []
     for run in runs:
         worst = wall_clock_limit(run.budget_s)
-        seconds = typical.get(run.experiment, {}).get(run.method)
-        estimate = worst if seconds is None else min(seconds, worst)
+        measured = typical.get(run.experiment, {}).get(run.method)
+        estimate = worst if measured is None else min(measured.seconds_for(run.budget_s), worst)
         out.append(RunEstimate(
             name=f"{run.experiment}/{run.method}", cores=run.cores, budget_s=run.budget_s,
-            estimate_s=estimate, worst_s=worst, measured=seconds is not None))
+            estimate_s=estimate, worst_s=worst, measured=measured is not None))
     return out
 
 
@@ -142,12 +166,11 @@ def _minutes(seconds: float) -> str:
 
 
 def plan_report(runs: Iterable[object], cores: int,
-                typical: Mapping[str, Mapping[str, float]] | None = None) -> str:
+                typical: Mapping[str, Mapping[str, Measured]] | None = None) -> str:
     """What the workflow prints before it runs: :func:`plan_table` and :func:`summary_line`
     on ``cores`` cores (and on 2, 16 and 64 for comparison)."""
     estimates = estimate_runs(runs, read_estimates() if typical is None else typical)
     shown = sorted({cores, 2, 16, 64})
     return (f"{plan_table(estimates)}\n{summary_line(estimates, shown)}\n"
-            f"(~: measured typical seconds, conf/estimates.yaml; <=: no measurement, counted "
-            f"at its whole budget, to which compilation and scoring add {OVERHEAD:.0%} + "
-            f"{OVERHEAD_S:.0f} s)")
+            "(~: from a measured run, conf/estimates.yaml; <=: not measured, counted at its "
+            f"worst case, {BUDGET_FACTOR:g} x budget + {EXTRA_S / 60:.0f} min)")

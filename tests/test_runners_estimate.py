@@ -5,6 +5,7 @@ from typing import NamedTuple
 import pytest
 
 from runners.estimate import (
+    Measured,
     estimate_runs,
     makespan,
     plan_table,
@@ -34,10 +35,14 @@ def test_a_list_schedule_packs_the_longest_first():
 def test_measured_runs_count_at_their_seconds_and_the_rest_at_their_budget():
     runs = [Run("e1", "nuts", 1, 1800.0), Run("e1", "hmc", 1, 1800.0),
             Run("e1", "slow", 2, 100.0)]
-    fast, unknown, capped = estimate_runs(runs, {"e1": {"nuts": 110.0, "slow": 5000.0}})
-    assert fast.measured and fast.estimate_s == 110.0 < fast.worst_s
+    measured = {"nuts": Measured(wall_s=110.0, total_s=130.0, budget_s=600.0),
+                "slow": Measured(wall_s=600.0, total_s=900.0, budget_s=600.0)}
+    fast, unknown, capped = estimate_runs(runs, {"e1": measured})
+    assert fast.measured and fast.estimate_s == 130.0 < fast.worst_s  # ended on its own
+    assert estimate_runs([Run("e1", "slow", 1, 1200.0)], {"e1": measured})[0].estimate_s == (
+        1800.0)  # used its whole budget: the planned budget at its measured overhead
     assert not unknown.measured and unknown.estimate_s == unknown.worst_s
-    assert capped.estimate_s == capped.worst_s == wall_clock_limit(100.0)
+    assert capped.estimate_s == 150.0 < capped.worst_s == wall_clock_limit(100.0)
     assert wall_clock_limit(1800.0) > 1800.0
 
 
@@ -52,7 +57,11 @@ def test_the_summary_gives_core_hours_and_hours_on_each_core_count():
     assert "e/m0" in plan_table(estimates)
 
 
-def test_the_committed_estimates_name_planned_runs():
-    table = read_estimates()
-    assert table["linreg_ard"]["nuts"] > 0
-    assert read_estimates("/nonexistent.yaml") == {}
+def test_estimates_are_read_from_yaml(tmp_path):
+    path = tmp_path / "estimates.yaml"
+    path.write_text("paper:\n  linreg_ard:\n    nuts: {wall_s: 110, total_s: 130, "
+                    "budget_s: 600}\n")
+    assert read_estimates(path) == {"linreg_ard": {"nuts": Measured(110.0, 130.0, 600.0)}}
+    assert read_estimates(tmp_path / "missing.yaml") == {}
+    for methods in read_estimates().values():  # the committed file parses
+        assert all(m.total_s >= m.wall_s > 0 for m in methods.values())
