@@ -11,9 +11,13 @@ do. Each converged mode is scored by its Laplace approximation of the log eviden
 
     log Z ~= log p(mode) + (K/2) log(2 pi) - (1/2) log det(-H(mode)),
 
-(MacKay 2003, Chapter 27), the mass of the posterior near that mode. A mode is distinct
-when it lies more than :data:`DISTINCT_SD` Laplace standard deviations of the first mode
-from it along some coordinate. Then:
+(MacKay 2003, Chapter 27), the mass of the posterior near that mode; to keep the cost to
+a few Hessians, only the first mode and the extra mode of highest log density are scored,
+and only when that mode is distinct from the first (more than :data:`DISTINCT_SD` Laplace
+standard deviations away along some coordinate) and its log density is within
+:data:`MULTIMODAL_NATS` of the first's (a less dense mode would need a much wider peak to
+matter; L-BFGS's relative gradient test also stops short of the mode in flat directions,
+so the candidate is polished by the Laplace start's own search before it is scored). Then:
 
 - a distinct mode better by more than :data:`MODE_GAP_NATS` nats: the fit starts from it
   (the first mode's mass is below e^-1 of it), with a note giving both scores and the
@@ -37,15 +41,17 @@ import numpy as np
 
 from .families import Family
 from .laplace import (
-    LAPLACE_MAX_STEPS,
     LaplaceStart,
     LogDensityFunctions,
     find_mode,
     laplace_start,
 )
 
-EXTRA_STARTS = 5
+EXTRA_STARTS = 4
 """L-BFGS starts from U(-2, 2) besides the one from the fit's initial mean."""
+
+EXTRA_START_STEPS = 100
+"""L-BFGS iterations allowed per extra start (a start that has not converged is dropped)."""
 
 MODE_GAP_NATS = 1.0
 """A distinct mode better than the first by more than this (log evidence, nats) is used."""
@@ -94,23 +100,33 @@ def _mode(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any) -> 
     return Mode(np.asarray(zeta, np.float64), float(log_evidence), sd)
 
 
-def _extra_modes(fns: LogDensityFunctions, dim: int, data: Any, dtype: Any, seed: int,
-                 extra_starts: int) -> tuple[list[Mode], int]:
-    """The modes L-BFGS reaches from ``extra_starts`` U(-2, 2) inits, and its iterations."""
+def _extra_modes(fns: LogDensityFunctions, start: LaplaceStart, family: Family, data: Any,
+                 seed: int, extra_starts: int) -> tuple[list[np.ndarray], list[float], int]:
+    """The converged modes L-BFGS reaches from ``extra_starts`` U(-2, 2) inits that lie more
+    than :data:`DISTINCT_SD` of q's start sds from ``start`` and from each other (for
+    mean-field, the conditional sds 1 / sqrt(-H_kk)) with a log density within
+    :data:`MULTIMODAL_NATS` of the start's, their log densities, and the iterations used
+    (no Hessian is formed here)."""
+    dtype = start.params.mu.dtype
+    here = np.asarray(start.params.mu, np.float64)
+    sd = np.asarray(family.std(start.params), np.float64)
     rng = np.random.default_rng(seed)
-    modes, steps = [], 0
+    modes, log_p, steps = [], [], 0
 
     def value_and_grad(zeta: np.ndarray) -> Any:
         return fns.value_and_grad(jnp.asarray(np.asarray(zeta, dtype)), data)
 
+    floor = float(value_and_grad(here)[0]) - MULTIMODAL_NATS
     for _ in range(extra_starts):
-        zeta, converged, used = find_mode(value_and_grad, rng.uniform(-2.0, 2.0, dim),
-                                          LAPLACE_MAX_STEPS // 2)
+        zeta, converged, used = find_mode(value_and_grad, rng.uniform(-2.0, 2.0, here.size),
+                                          EXTRA_START_STEPS)
         steps += used
-        mode = _mode(fns, zeta, data, dtype) if converged else None
-        if mode is not None:
-            modes.append(mode)
-    return modes, steps
+        value = float(value_and_grad(zeta)[0])
+        if converged and value > floor and all(np.max(np.abs(zeta - seen) / sd) > DISTINCT_SD
+                                               for seen in (here, *modes)):
+            modes.append(zeta)
+            log_p.append(value)
+    return modes, log_p, steps
 
 
 def multistart_laplace(fns: LogDensityFunctions, family: Family, zeta0: Any, data: Any,
@@ -134,24 +150,31 @@ def multistart_laplace(fns: LogDensityFunctions, family: Family, zeta0: Any, dat
     if not first.ok or fns.precision is None or extra_starts == 0:
         return MultiStart(first)
     dtype = jnp.asarray(zeta0).dtype
-    here = _mode(fns, np.asarray(first.params.mu, np.float64), data, dtype)
-    modes, steps = _extra_modes(fns, here.zeta.size, data, dtype, seed, extra_starts)
-    distinct = [m for m in modes if np.max(np.abs(m.zeta - here.zeta) / here.sd) > DISTINCT_SD]
+    found, log_p, steps = _extra_modes(fns, first, family, data, seed, extra_starts)
     total = first.steps + steps
-    if not distinct:
+    here = _mode(fns, np.asarray(first.params.mu, np.float64), data, dtype) if found else None
+    if here is not None:  # distinct by the marginal sds too
+        kept = [i for i, z in enumerate(found)
+                if np.max(np.abs(z - here.zeta) / here.sd) > DISTINCT_SD]
+        found, log_p = [found[i] for i in kept], [log_p[i] for i in kept]
+    if here is None or not found:
         return MultiStart(first._replace(steps=total))
-    best = max(distinct, key=lambda m: m.log_evidence)
+    polished = laplace_start(fns, family, jnp.asarray(found[int(np.argmax(log_p))], dtype),
+                             data)
+    total += polished.steps
+    best = _mode(fns, np.asarray(polished.params.mu, np.float64), data, dtype)
+    if not polished.ok or best is None or np.max(
+            np.abs(best.zeta - here.zeta) / here.sd) <= DISTINCT_SD:
+        return MultiStart(first._replace(steps=total))
     gap = best.log_evidence - here.log_evidence
     distance = float(np.max(np.abs(best.zeta - here.zeta) / here.sd))
     numbers = (f"log evidence (Laplace) {here.log_evidence:.2f} at the mode reached from the "
                f"initial mean, {best.log_evidence:.2f} at a mode {distance:.1f} sds away "
                f"found by one of {extra_starts} more L-BFGS starts")
     if gap > MODE_GAP_NATS:
-        better = laplace_start(fns, family, jnp.asarray(best.zeta, dtype), data)
-        if better.ok:
-            return MultiStart(better._replace(steps=total + better.steps),
-                              f"the fit starts from the better of two modes: {numbers}",
-                              gap < MULTIMODAL_NATS)
+        return MultiStart(polished._replace(steps=total),
+                          f"the fit starts from the better of two modes: {numbers}",
+                          gap < MULTIMODAL_NATS)
     if gap > -MULTIMODAL_NATS:
         return MultiStart(first._replace(steps=total), (
             f"the posterior has at least two modes with comparable mass ({numbers}); q, a "
