@@ -1,17 +1,20 @@
-"""The documentation holds together: every relative link in README.md and docs/ resolves,
-the README stays a short front page whose test command is the one CI runs, and the
-generated options table matches the library's configuration."""
+"""The documentation holds together: every relative link in README.md, CHANGELOG.md and
+docs/ resolves, the README stays a short front page whose example runs and whose test
+command is the one CI runs, and the generated options table matches the library's
+configuration."""
 
+import dataclasses
 import importlib.util
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 HTML_LINK = re.compile(r"""<(?:a|img)\b[^>]*?\b(?:href|src)=["']([^"']+)["']""")
 MAX_README_LINES = 250
@@ -94,6 +97,21 @@ def test_readme_test_command_is_what_ci_runs():
         assert f'pip install -e ".[test]" && {command}' in readme, command
 
 
+def test_readme_example_runs_and_recovers_the_exact_posterior():
+    """The front page's example, run as printed: the Poisson rate's posterior is
+    Gamma(1 + sum x, 1 + n) (exponential prior of rate 1, conjugate)."""
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", readme, flags=re.DOTALL | re.MULTILINE)
+    assert len(blocks) == 1, "README.md should hold exactly one Python example"
+    namespace: dict = {}
+    exec(compile(blocks[0], "README.md", "exec"), namespace)  # noqa: S102
+    lam = np.asarray(namespace["draws"]["lam"])
+    x = np.asarray(namespace["x"])
+    shape, rate = 1 + x.sum(), 1 + x.size
+    assert lam.shape == (1000,) and np.all(lam > 0)
+    assert abs(lam.mean() - shape / rate) < np.sqrt(shape) / rate  # within one posterior sd
+
+
 def test_options_page_is_generated_from_the_code():
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "options_table.py")],
                             capture_output=True, text=True, check=True, cwd=ROOT)
@@ -112,17 +130,37 @@ def test_option_meanings_split_outside_parentheses():
                         "stop": '"rhat"'}
 
 
-def test_options_table_reads_dataclass_presets():
-    import dataclasses
+@dataclasses.dataclass(frozen=True)
+class _Preset:
+    """Options.
 
-    @dataclasses.dataclass(frozen=True)
-    class Preset:
-        eta: float | None = None
-        stop: str = "relative_elbo"
+    Attributes:
+        eta: step scale, or None to
+            search.
+        stop: rule (:mod:`advi.stationarity`, ``"rhat"``).
 
+    Raises:
+        ValueError: never.
+    """
+
+    eta: float | None = None
+    stop: str = "relative_elbo"
+
+
+def test_options_table_reads_dataclass_presets_and_their_docstring():
     module = _options_table_module()
-    doc = "**options: any of :data:`OPTIONS`: eta (step scale); stop (rule).\n"
-    page = module.render({"stan": Preset(), "robust": Preset(eta=0.1, stop="rhat")},
-                         ("eta", "stop"), doc)
-    assert '| `eta` | `None` | **`0.1`** | step scale |' in page
-    assert '| `stop` | `"relative_elbo"` | **`"rhat"`** | rule |' in page
+    presets = {"stan": _Preset(), "robust": _Preset(eta=0.1, stop="rhat")}
+    meanings = module.meanings_for(presets, fit_doc="")
+    assert meanings == {"eta": "step scale, or None to search.",
+                        "stop": 'rule (:mod:`advi.stationarity`, ``"rhat"``).'}
+    page = module.render(presets, ("eta", "stop"), meanings)
+    assert '| `eta` | `None` | **`0.1`** | step scale, or None to search. |' in page
+    assert '| `stop` | `"relative_elbo"` | **`"rhat"`** | rule (`advi.stationarity`, `"rhat"`). |' \
+        in page
+
+
+def test_options_table_reads_mapping_presets_and_fits_docstring():
+    module = _options_table_module()
+    presets = {"stan": {"eta": None}, "robust": {"eta": 0.1}}
+    fit_doc = "Args:\n    **options: any of :data:`OPTIONS`: eta (step scale).\n"
+    assert module.meanings_for(presets, fit_doc) == {"eta": "step scale"}
