@@ -6,13 +6,21 @@ Every ``eval_elbo`` iterations the ELBO is estimated and the relative change
 below ``tol_rel_obj``. As in Stan, ``elbo_prev`` starts at 0 (so the first change is 1), the
 median of an even-sized buffer is its upper middle element, and after ``10 * eval_elbo``
 iterations a mean or median above 0.5 flags a possibly diverging run.
+
+:class:`RelativeELBORule` is this test as the stopping rule of :func:`advi.driver.drive`
+(the ``"stan"`` preset).
 """
 
 from __future__ import annotations
 
 import collections
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from jax import Array
+
+from .driver import Row, Verdict
+from .step import ADVIState
 
 DIVERGENCE_THRESHOLD = 0.5
 
@@ -78,3 +86,62 @@ class ConvergenceMonitor:
         return ConvergenceStatus(
             change, mean, median, " and ".join(rules) if rules else None, may_diverge
         )
+
+
+class RelativeELBORule:
+    """Stan's stopping rule for :func:`advi.driver.drive`: the ELBO from ``runner.elbo``
+    every ``eval_elbo`` iterations (and at ``max_iter``) through a
+    :class:`ConvergenceMonitor`; a non-finite estimate asks for a restart from the last
+    state whose estimate was finite. The reported parameters are the last iterate's.
+
+    Args:
+        runner: the compiled functions (:class:`advi.compiled.CompiledADVI`).
+        elbo_key: the key of the ELBO estimates (salted by the iteration).
+        state: the initial state (the first restart point).
+        tol_rel_obj, eval_elbo, max_iter: as in :func:`advi.fit`.
+    """
+
+    moments = False
+    reports_rhat = False
+    fallback_text = "the last finite state"
+
+    def __init__(self, runner: Any, elbo_key: Array, state: ADVIState, *, tol_rel_obj: float,
+                 eval_elbo: int, max_iter: int) -> None:
+        self.runner, self.elbo_key, self.last_good = runner, elbo_key, state
+        self.eval_elbo, self.max_iter = eval_elbo, max_iter
+        self.monitor = ConvergenceMonitor(tol_rel_obj=tol_rel_obj, max_iter=max_iter,
+                                          eval_elbo=eval_elbo)
+        self.warned_divergence = False
+        self.max_iter_note = (f"max_iter={max_iter} reached before the relative ELBO change "
+                              f"fell below tol_rel_obj={tol_rel_obj}; the approximation may "
+                              "not have converged")
+
+    def observe(self, state: ADVIState, moments: Any) -> Verdict:
+        """Estimate the ELBO when due and apply Stan's test."""
+        it = int(state.iteration)
+        if it % self.eval_elbo and it != self.max_iter:
+            return Verdict()
+        elbo, _ = self.runner.elbo(state.params, self.elbo_key, it)
+        if not math.isfinite(elbo):
+            return Verdict(failure="non-finite ELBO beyond elbo_samples redraws")
+        self.last_good = state
+        status = self.monitor.update(it, elbo)
+        note = None
+        if status.may_diverge and not self.warned_divergence:
+            self.warned_divergence = True
+            note = (f"iteration {it}: relative ELBO change mean {status.rel_mean:.3g}, "
+                    f"median {status.rel_median:.3g} > 0.5; the fit may be diverging")
+        row = Row(elbo, status.rel_change, status.rel_mean, status.rel_median)
+        return Verdict(row=row, reason=status.converged_by, note=note)
+
+    def estimate(self, state: ADVIState) -> Any:
+        return state.params
+
+    def fallback(self, state: ADVIState) -> ADVIState:
+        return self.last_good
+
+    def restarted(self) -> None:
+        """Stan's buffer of relative changes carries on across restarts."""
+
+    def describe(self, row: Row) -> str:
+        return f"rel mean {row.rel_mean:.4f} median {row.rel_median:.4f}"

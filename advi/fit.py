@@ -5,12 +5,12 @@
 sequence of :mod:`advi.step_size`, the relative-ELBO test of :mod:`advi.convergence`.
 ``preset="robust"`` is the library's own algorithm (:mod:`advi.presets`): Laplace start,
 preconditioned Adam steps, a stationarity test and iterate averaging (:mod:`advi.robust`).
-Both run the compiled functions of :mod:`advi.compiled`.
+Both run the compiled functions of :mod:`advi.compiled` in the one main loop of
+:mod:`advi.driver`, with their own stopping rule and restart policy.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import time
@@ -25,7 +25,8 @@ from jax import Array
 from . import robust
 from .cache import enable_default_cache
 from .compiled import CompiledADVI, CompileSpec
-from .convergence import ConvergenceMonitor
+from .convergence import RelativeELBORule
+from .driver import Clock, Outcome, RestartPolicy, drive
 from .families import get_family
 from .options import Options
 from .presets import resolve
@@ -34,9 +35,8 @@ from .result import (
     ADVIResult,
     Approximation,
     CheckpointInfo,
-    ELBOHistory,
 )
-from .step import ADVIState, fresh_state
+from .step import ADVIState
 from .step_size import get_optimizer
 from .target import Target, from_numpyro
 from .whitening import checked_fullrank
@@ -45,6 +45,15 @@ logger = logging.getLogger("advi")
 
 ETA_GRID = (100.0, 10.0, 1.0, 0.1, 0.01)
 """Stan's eta search sequence (``advi::adapt_eta``)."""
+
+
+def _smaller_eta(eta: float) -> float | None:
+    smaller = [e for e in ETA_GRID if e < eta * (1 - 1e-9)]
+    return max(smaller) if smaller else None
+
+
+STAN_POLICY = RestartPolicy(_smaller_eta, f"the smallest eta of {ETA_GRID}")
+"""Stan's preset restarts at the next smaller eta of :data:`ETA_GRID` (Stan itself stops)."""
 
 
 def _check_key(rng_key: Any) -> None:
@@ -97,11 +106,6 @@ def _adapt_eta(runner: CompiledADVI, state0: ADVIState, key: Array, adapt_iter: 
     return float(eta_best)
 
 
-def _smaller_eta(eta: float) -> float | None:
-    smaller = [e for e in ETA_GRID if e < eta * (1 - 1e-9)]
-    return max(smaller) if smaller else None
-
-
 def fit(
     model: Callable | Target,
     *model_args: Any,
@@ -109,6 +113,7 @@ def fit(
     preset: str | Options = "stan",
     model_kwargs: dict[str, Any] | None = None,
     checkpoint: Callable[[CheckpointInfo], bool | None] | None = None,
+    clock: Clock = time.perf_counter,
     **options: Any,
 ) -> ADVIResult:
     """Fit a Gaussian approximation in the unconstrained space by ADVI (paper Algorithm 1).
@@ -127,6 +132,8 @@ def fit(
         checkpoint: ``hook(info: CheckpointInfo) -> bool | None`` called every
             ``checkpoint_every`` iterations and once at the end; its time is excluded from
             the reported seconds; returning True stops the fit ("stopped by checkpoint").
+        clock: ``() -> seconds`` behind every reported time (compile_s, adapt_s, wall_s);
+            ``time.perf_counter`` unless a test injects a fake one.
         **options: any of :data:`advi.presets.OPTIONS`, defaults in :data:`advi.PRESETS`:
             family ("meanfield" or "fullrank"); grad_samples (M, draws per gradient);
             elbo_samples (draws per ELBO estimate, Stan: 100); eta (step-size scale; None
@@ -164,22 +171,21 @@ def fit(
     _check_size(target, o)
     opt = get_optimizer(o.optimizer)
     enable_default_cache()
-    checkpoint_every = o.checkpoint_every or o.eval_elbo
-    start = time.perf_counter()
+    start = clock()
     logger.info("compiling the start, iteration and ELBO functions ...")
     compiled = CompiledADVI(target, CompileSpec(
         family=get_family(o.family), optimizer=o.optimizer, grad_samples=o.grad_samples,
         elbo_samples=o.elbo_samples, init=o.init, laplace=o.start == "laplace",
         precondition=o.precondition, moments=o.stop == "rhat",
     ), opt)
-    compile_s = time.perf_counter() - start
+    compile_s = clock() - start
     logger.info("compiled in %.1f s", compile_s)
-    start = time.perf_counter()
+    start = clock()
     (adapt_key, run_key, elbo_key), state0, start_info = compiled.setup(rng_key)
     if o.start == "laplace":
         logger.info("start: %s after %d L-BFGS steps (%.2f s)",
                     "Laplace" if bool(start_info.laplace) else "random (no usable mode)",
-                    int(start_info.steps), time.perf_counter() - start)
+                    int(start_info.steps), clock() - start)
     if start_info.note is not None:  # what the extra starts found (advi.multistart)
         logger.info("start: %s", start_info.note)
         if start_info.warn:
@@ -187,28 +193,12 @@ def fit(
     eta, eta_adapted = o.eta, o.eta is None
     if eta_adapted:
         eta = _adapt_eta(compiled, state0, adapt_key, o.adapt_iter)
-    adapt_s = time.perf_counter() - start
-    common = dict(compile_s=compile_s, adapt_s=adapt_s, eta_adapted=eta_adapted,
-                  start=_start_name(o, start_info), elbo_key=elbo_key,
-                  khat_samples=o.khat_samples)
-    if o.stop == "rhat":
-        result = _fit_robust(compiled, state0, float(eta), run_key=run_key, o=o,
-                             checkpoint=checkpoint, checkpoint_every=checkpoint_every,
-                             burn_in=not bool(start_info.laplace), **common)
-    else:
-        result = _optimise(
-            compiled,
-            state0,
-            float(eta),
-            run_key=run_key,
-            tol_rel_obj=o.tol_rel_obj,
-            eval_elbo=o.eval_elbo,
-            max_iter=o.max_iter,
-            chunk_len=math.gcd(o.eval_elbo, checkpoint_every),
-            checkpoint_every=checkpoint_every,
-            checkpoint=checkpoint,
-            **common,
-        )
+    adapt_s = clock() - start
+    result = _run(compiled, state0, float(eta), o, run_key=run_key, elbo_key=elbo_key,
+                  burn_in=not bool(start_info.laplace), checkpoint=checkpoint, clock=clock,
+                  wall_s=adapt_s, result_fields=dict(
+                      compile_s=compile_s, adapt_s=adapt_s, eta_adapted=eta_adapted,
+                      start=_start_name(o, start_info)))
     if o.family != "fullrank":
         return result
     return checked_fullrank(result, state0.params if start_info.laplace else None)
@@ -267,185 +257,28 @@ def _khat_weights(compiled: CompiledADVI, params: Any, elbo_key: Array, khat_sam
     return log_weights
 
 
-def _fit_robust(compiled: CompiledADVI, state0: ADVIState, eta: float, *, run_key: Array,
-                o: Options, checkpoint: Callable | None, checkpoint_every: int,
-                compile_s: float, adapt_s: float, eta_adapted: bool, start: str,
-                elbo_key: Array, khat_samples: int, burn_in: bool) -> ADVIResult:
-    """The robust preset's loop (:mod:`advi.robust`) and its result."""
-    out = robust.optimise(compiled, state0, eta, run_key=run_key,
-                          chunk_len=math.gcd(o.eval_elbo, checkpoint_every),
-                          max_iter=o.max_iter, checkpoint_every=checkpoint_every,
-                          checkpoint=checkpoint, wall_s=adapt_s, burn_in=burn_in)
-    notes = []
-    if not out.converged and out.reason == "max_iter":
-        notes.append(f"max_iter={o.max_iter} reached before the iterates were stationary "
-                     f"(split R-hat < 1.1); the result is the average of the last window")
-        warnings.warn(notes[-1], RuntimeWarning, stacklevel=3)
-    approx = Approximation(compiled.family, out.params, compiled.target)
-    if checkpoint is not None and out.reason != "stopped by checkpoint" and (
-        out.iteration % checkpoint_every
-    ):
-        checkpoint(CheckpointInfo(out.iteration, out.wall_s, out.history[-1].elbo, approx))
-    rows = out.history
-    history = ELBOHistory(
-        iteration=np.array([r.iteration for r in rows], int),
-        elbo=np.array([r.elbo for r in rows]),
-        rel_change=np.full(len(rows), np.nan),
-        rel_mean=np.full(len(rows), np.nan),
-        rel_median=np.full(len(rows), np.nan),
-        eta=np.array([r.eta for r in rows]),
-        wall_s=np.array([r.wall_s for r in rows]),
-        max_rhat=np.array([r.rhat for r in rows]),
-    )
-    return ADVIResult(
-        approximation=approx, eta=out.eta, eta_adapted=eta_adapted, converged=out.converged,
-        convergence_reason=out.reason, num_iterations=out.iteration, elbo_history=history,
-        wall_s=out.wall_s, adapt_s=adapt_s, compile_s=compile_s,
-        khat_weights_fn=_khat_weights(compiled, out.params, elbo_key, khat_samples),
-        restarts=tuple(out.restarts), warnings=tuple(notes), start=start,
-        redraws=out.redraws,
-    )
+def _run(compiled: CompiledADVI, state0: ADVIState, eta: float, o: Options, *,
+         run_key: Array, elbo_key: Array, burn_in: bool, checkpoint: Callable | None,
+         clock: Clock, wall_s: float, result_fields: dict[str, Any]) -> ADVIResult:
+    """The main loop (:func:`advi.driver.drive`) with the preset's stopping rule and
+    restart policy, and its :class:`ADVIResult`."""
+    checkpoint_every = o.checkpoint_every or o.eval_elbo
+    chunk_len = math.gcd(o.eval_elbo, checkpoint_every)
+    if o.stop == "rhat":
+        rule, policy = robust.StationarityRule(chunk_len, burn_in, o.max_iter), robust.POLICY
+    else:
+        rule, policy = RelativeELBORule(compiled, elbo_key, state0, tol_rel_obj=o.tol_rel_obj,
+                                        eval_elbo=o.eval_elbo, max_iter=o.max_iter), STAN_POLICY
 
-
-@dataclasses.dataclass
-class _History:
-    """What Stan's loop has recorded so far: the explicit history that becomes the result."""
-
-    eta: float
-    wall_s: float
-    compile_s: float
-    adapt_s: float
-    eta_adapted: bool
-    start: str
-    rows: list[tuple] = dataclasses.field(default_factory=list)
-    restarts: list[tuple[int, float, float]] = dataclasses.field(default_factory=list)
-    notes: list[str] = dataclasses.field(default_factory=list)
-    elbo: float | None = None
-    reason: str = "max_iter"
-    converged: bool = False
-
-    def warn(self, message: str) -> None:
-        self.notes.append(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=5)
-
-    def elbo_history(self) -> ELBOHistory:
-        columns = zip(*self.rows, strict=True) if self.rows else ([] for _ in range(7))
-        return ELBOHistory(*(np.asarray(c) for c in columns))
-
-
-class _StanLoop:
-    """The main loop of :func:`fit` after the eta search (Stan's relative-ELBO rule)."""
-
-    def __init__(self, runner: CompiledADVI, *, run_key: Array, elbo_key: Array,
-                 tol_rel_obj: float, eval_elbo: int, max_iter: int, chunk_len: int,
-                 checkpoint_every: int, checkpoint: Callable | None) -> None:
-        self.runner, self.run_key, self.elbo_key = runner, run_key, elbo_key
-        self.eval_elbo, self.max_iter, self.chunk_len = eval_elbo, max_iter, chunk_len
-        self.checkpoint_every, self.checkpoint = checkpoint_every, checkpoint
-        self.tol_rel_obj = tol_rel_obj
-        self.monitor = ConvergenceMonitor(tol_rel_obj=tol_rel_obj, max_iter=max_iter,
-                                          eval_elbo=eval_elbo)
-
-    def approximation(self, at: ADVIState) -> Approximation:
-        return Approximation(self.runner.family, at.params, self.runner.target)
-
-    def run(self, state: ADVIState, h: _History) -> ADVIState:
-        """Iterate until converged, ``max_iter`` or the hook stops it; returns the state."""
-        last_good, last_hook = state, -1
-        while int(state.iteration) < self.max_iter:
-            it = int(state.iteration)
-            tick = time.perf_counter()
-            new_state = self.runner.run(state, h.eta, self.run_key, len(h.restarts),
-                                        min(self.chunk_len - it % self.chunk_len,
-                                            self.max_iter - it))
-            if bool(new_state.failed):
-                h.wall_s += time.perf_counter() - tick
-                state = self.restart(last_good, h, "non-finite gradients beyond "
-                                     "10*grad_samples redraws")
-                continue
-            state, it = new_state, int(new_state.iteration)
-            if it % self.eval_elbo == 0 or it == self.max_iter:
-                elbo, _ = self.runner.elbo(state.params, self.elbo_key, it)
-                if not math.isfinite(elbo):
-                    h.wall_s += time.perf_counter() - tick
-                    state = self.restart(last_good, h, "non-finite ELBO beyond elbo_samples "
-                                         "redraws")
-                    continue
-                last_good = state
-                self.record(it, elbo, h, tick)
-            else:
-                h.wall_s += time.perf_counter() - tick
-            if self.checkpoint is not None and (it % self.checkpoint_every == 0
-                                                or h.converged):
-                last_hook = it
-                if self.checkpoint(CheckpointInfo(it, h.wall_s, h.elbo,
-                                                  self.approximation(state))):
-                    h.reason = "stopped by checkpoint"
-                    break
-            if h.converged:
-                break
-        if h.reason == "max_iter":
-            h.warn(f"max_iter={self.max_iter} reached before the relative ELBO change fell "
-                   f"below tol_rel_obj={self.tol_rel_obj}; the approximation may not have "
-                   "converged")
-        if self.checkpoint is not None and last_hook != int(state.iteration):
-            self.checkpoint(CheckpointInfo(int(state.iteration), h.wall_s, h.elbo,
-                                           self.approximation(state)))
-        return state
-
-    def record(self, it: int, elbo: float, h: _History, tick: float) -> None:
-        """Push an ELBO estimate through Stan's convergence test into the history."""
-        h.elbo = elbo
-        status = self.monitor.update(it, elbo)
-        h.wall_s += time.perf_counter() - tick
-        h.rows.append((it, elbo, status.rel_change, status.rel_mean, status.rel_median, h.eta,
-                       h.wall_s))
-        logger.info("iter %6d  elbo %12.6g  rel mean %.4f median %.4f  eta %g  %.2f s",
-                    it, elbo, status.rel_mean, status.rel_median, h.eta, h.wall_s)
-        if status.may_diverge and not any("diverging" in n for n in h.notes):
-            h.warn(f"iteration {it}: relative ELBO change mean {status.rel_mean:.3g}, "
-                   f"median {status.rel_median:.3g} > 0.5; the fit may be diverging")
-        if status.converged_by:
-            h.converged, h.reason = True, status.converged_by
-
-    def restart(self, from_state: ADVIState, h: _History, cause: str) -> ADVIState:
-        """The next smaller eta from the last finite state, or ADVIError below the grid."""
-        new_eta, it = _smaller_eta(h.eta), int(from_state.iteration)
-        if new_eta is None:
-            raise ADVIError(
-                f"{cause} at iteration {it} with eta={h.eta:g}, the smallest eta of "
-                f"{ETA_GRID}; stopping. err.result holds the last finite state and its ELBO "
-                "history.", self.result(from_state, h, None),
-            )
-        h.restarts.append((it, h.eta, new_eta))
-        h.warn(f"{cause} at iteration {it} with eta={h.eta:g}; restarting from the last "
-               f"finite state with eta={new_eta:g}")
-        h.eta = new_eta
-        return fresh_state(from_state.params, self.runner.optimizer, from_state.iteration,
-                           from_state.redraws)
-
-    def result(self, final: ADVIState, h: _History, log_weights: Any) -> ADVIResult:
+    def make_result(out: Outcome, final: bool) -> ADVIResult:
+        khat = _khat_weights(compiled, out.params, elbo_key, o.khat_samples) if final else None
         return ADVIResult(
-            approximation=self.approximation(final), eta=h.eta, eta_adapted=h.eta_adapted,
-            converged=h.converged, convergence_reason=h.reason,
-            num_iterations=int(final.iteration), elbo_history=h.elbo_history(),
-            wall_s=h.wall_s, adapt_s=h.adapt_s, compile_s=h.compile_s,
-            khat_weights_fn=log_weights, restarts=tuple(h.restarts),
-            warnings=tuple(h.notes), start=h.start, redraws=int(final.redraws),
-        )
+            approximation=Approximation(compiled.family, out.params, compiled.target),
+            eta=out.eta, converged=out.converged, convergence_reason=out.reason,
+            num_iterations=int(out.state.iteration), elbo_history=out.history,
+            wall_s=out.wall_s, khat_weights_fn=khat, restarts=out.restarts,
+            warnings=out.notes, redraws=int(out.state.redraws), **result_fields)
 
-
-def _optimise(runner: CompiledADVI, state: ADVIState, eta: float, *, eta_adapted: bool,
-              run_key: Array, elbo_key: Array, compile_s: float, adapt_s: float,
-              tol_rel_obj: float, eval_elbo: int, max_iter: int, chunk_len: int,
-              checkpoint_every: int, checkpoint: Callable | None, khat_samples: int,
-              start: str) -> ADVIResult:
-    """Stan's main loop (:class:`_StanLoop`) and its result."""
-    loop = _StanLoop(runner, run_key=run_key, elbo_key=elbo_key, tol_rel_obj=tol_rel_obj,
-                     eval_elbo=eval_elbo, max_iter=max_iter, chunk_len=chunk_len,
-                     checkpoint_every=checkpoint_every, checkpoint=checkpoint)
-    history = _History(eta=eta, wall_s=adapt_s, compile_s=compile_s, adapt_s=adapt_s,
-                       eta_adapted=eta_adapted, start=start)
-    state = loop.run(state, history)
-    return loop.result(state, history,
-                       _khat_weights(runner, state.params, elbo_key, khat_samples))
+    return drive(compiled, state0, eta, rule=rule, policy=policy, run_key=run_key,
+                 chunk_len=chunk_len, max_iter=o.max_iter, checkpoint_every=checkpoint_every,
+                 checkpoint=checkpoint, clock=clock, wall_s=wall_s, make_result=make_result)

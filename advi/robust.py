@@ -12,55 +12,27 @@ below :data:`advi.stationarity.RHAT_THRESHOLD` for 95% of the monitored quantiti
 mean and log standard deviation of q; :data:`advi.stationarity.RHAT_QUANTILE`), and returns
 the average of the iterates over the window. Non-finite draws beyond the redraw budget
 restart the run from the current average with eta / 10, and a fresh trace whose first half
-is discarded.
+is discarded. :class:`StationarityRule` is this stopping rule, run by
+:func:`advi.driver.drive`; :data:`POLICY` its restart policy.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-import time
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .compiled import ChunkMoments, CompiledADVI
-from .result import ADVIError, Approximation, CheckpointInfo
+from .compiled import ChunkMoments
+from .driver import RestartPolicy, Row, Verdict
 from .stationarity import split_rhat, stationary, window_chunks
-from .step import ADVIState, fresh_state
-
-logger = logging.getLogger("advi")
+from .step import ADVIState
 
 SMALLEST_ETA = 1e-4
 """Below this eta a run that keeps meeting non-finite draws stops with ADVIError."""
-
-
-class HistoryRow(NamedTuple):
-    """One row of the robust loop's history (one per chunk)."""
-
-    iteration: int
-    elbo: float  # mean of the chunk's M-draw ELBO estimates, nats
-    rhat: float  # the 95% quantile of split R-hat over the window; nan before the first
-    eta: float
-    wall_s: float
-
-
-class RobustOutcome(NamedTuple):
-    """What :func:`optimise` returns to :func:`advi.fit`."""
-
-    params: Any
-    iteration: int
-    converged: bool
-    reason: str
-    eta: float
-    history: list[HistoryRow]
-    wall_s: float
-    restarts: list[tuple[int, float, float]]
-    redraws: int
 
 
 class _Trace:
@@ -100,66 +72,53 @@ class _Trace:
         return jax.tree.map(mean, *self.params[-size:])
 
 
-def optimise(
-    compiled: CompiledADVI,
-    state: ADVIState,
-    eta: float,
-    *,
-    run_key: Any,
-    chunk_len: int,
-    max_iter: int,
-    checkpoint_every: int,
-    checkpoint: Callable[[CheckpointInfo], bool | None] | None,
-    wall_s: float,
-    burn_in: bool = True,
-) -> RobustOutcome:
-    """Run chunks until stationary, ``max_iter`` or the hook says stop (module docstring);
-    ``burn_in`` False (after an accepted Laplace start) makes the window the whole trace.
+POLICY = RestartPolicy(
+    next_eta=lambda eta: eta / 10 if eta / 10 >= SMALLEST_ETA else None,
+    limit=f"the smallest eta the robust preset tries ({SMALLEST_ETA:g})",
+)
+"""The robust preset's restarts: eta / 10, down to :data:`SMALLEST_ETA`."""
 
-    Raises:
-        ADVIError: when non-finite draws persist below eta = :data:`SMALLEST_ETA`.
+
+class StationarityRule:
+    """The robust preset's stopping rule for :func:`advi.driver.drive` (module docstring):
+    each chunk's moments join the trace; the run has converged when split R-hat over the
+    window is below the threshold; the reported parameters are the window's average.
+
+    Args:
+        chunk_len: iterations per chunk (the moments are sums over that many).
+        burn_in: False after an accepted Laplace start (the window is the whole trace).
+        max_iter: as in :func:`advi.fit`, for the warning when it is reached.
     """
-    trace, history, restarts = _Trace(burn_in), [], []
-    reason, converged = "max_iter", False
-    while int(state.iteration) < max_iter:
+
+    moments = True
+    reports_rhat = True
+    fallback_text = "the average of the iterates"
+
+    def __init__(self, chunk_len: int, burn_in: bool, max_iter: int) -> None:
+        self.chunk_len, self.trace, self.last_it = chunk_len, _Trace(burn_in), 0
+        self.max_iter_note = (f"max_iter={max_iter} reached before the iterates were "
+                              "stationary (split R-hat < 1.1); the result is the average of "
+                              "the last window")
+
+    def observe(self, state: ADVIState, moments: ChunkMoments) -> Verdict:
+        """Add the chunk to the trace and test the window."""
         it = int(state.iteration)
-        tick = time.perf_counter()
-        new_state, moments = compiled.run(state, eta, run_key, len(restarts),
-                                          min(chunk_len, max_iter - it))
-        if bool(new_state.failed):
-            wall_s += time.perf_counter() - tick
-            state, eta = _restart(compiled, state, trace, chunk_len, eta, restarts)
-            trace = _Trace(burn_in=True)
-            continue
-        state, it = new_state, int(new_state.iteration)
-        steps = it - int(history[-1].iteration if history else 0)
-        trace.add(moments)
-        converged, rhat = trace.rhat(chunk_len)
-        wall_s += time.perf_counter() - tick
-        history.append(HistoryRow(it, float(moments.elbo) / max(steps, 1), rhat, eta, wall_s))
-        logger.info("iter %6d  elbo %12.6g  split R-hat (95%%) %.3f  eta %g  %.2f s",
-                    it, history[-1].elbo, rhat, eta, wall_s)
-        if converged:
-            reason = "rhat"
-        if checkpoint is not None and (it % checkpoint_every == 0 or converged):
-            approx = Approximation(compiled.family, trace.average(chunk_len), compiled.target)
-            if checkpoint(CheckpointInfo(it, wall_s, history[-1].elbo, approx)):
-                reason = "stopped by checkpoint"
-                break
-        if converged:
-            break
-    return RobustOutcome(trace.average(chunk_len), int(state.iteration), converged, reason,
-                         eta, history, wall_s, restarts, int(state.redraws))
+        steps, self.last_it = it - self.last_it, it
+        self.trace.add(moments)
+        converged, rhat = self.trace.rhat(self.chunk_len)
+        return Verdict(row=Row(float(moments.elbo) / max(steps, 1), rhat=rhat),
+                       reason="rhat" if converged else None)
 
+    def estimate(self, state: ADVIState) -> Any:
+        return self.trace.average(self.chunk_len)
 
-def _restart(compiled: CompiledADVI, state: ADVIState, trace: _Trace, chunk_len: int,
-             eta: float, restarts: list) -> tuple[ADVIState, float]:
-    it = int(state.iteration)
-    if eta / 10 < SMALLEST_ETA:
-        raise ADVIError(f"non-finite gradients beyond 10*grad_samples redraws at iteration "
-                        f"{it} with eta={eta:g}; stopping below eta={SMALLEST_ETA:g}")
-    params = trace.average(chunk_len) if trace.params else state.params
-    restarts.append((it, eta, eta / 10))
-    logger.warning("non-finite draws at iteration %d with eta=%g; restarting at eta=%g",
-                   it, eta, eta / 10)
-    return fresh_state(params, compiled.optimizer, state.iteration, state.redraws), eta / 10
+    def fallback(self, state: ADVIState) -> ADVIState:
+        """The state before the failed chunk, at the trace's average when there is one."""
+        return state._replace(params=self.estimate(state)) if self.trace.params else state
+
+    def restarted(self) -> None:
+        """A fresh trace whose first half is discarded."""
+        self.trace = _Trace(burn_in=True)
+
+    def describe(self, row: Row) -> str:
+        return f"split R-hat (95%) {row.rhat:.3f}"

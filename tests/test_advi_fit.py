@@ -101,26 +101,41 @@ def test_same_key_same_result_bit_for_bit():
     assert not np.array_equal(one.params.mu, other.params.mu)
 
 
-def test_checkpoint_hook_time_is_excluded_and_it_can_stop_the_fit():
-    import time
+class _FakeClock:
+    """Seconds that pass only when a test says so (each reading is 1 s after the last)."""
 
-    seen = []
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        self.now += 1.0
+        return self.now
+
+
+def test_checkpoint_hook_time_is_excluded_and_it_can_stop_the_fit():
+    clock, seen = _FakeClock(), []
 
     def hook(info):
-        seen.append((info.iteration, info.sample(jax.random.PRNGKey(2), 3)["lam"].shape))
-        time.sleep(0.3)
+        seen.append((info.iteration, info.wall_s,
+                     info.sample(jax.random.PRNGKey(2), 3)["lam"].shape))
+        clock.now += 1000.0  # a slow hook
         return info.iteration >= 300
 
     x = jnp.array([3.0, 2, 4, 5, 1])
     result = advi.fit(
         _poisson_exponential, x, rng_key=KEY, eta=0.1, tol_rel_obj=1e-9, checkpoint_every=100,
-        checkpoint=hook, khat_samples=0,
+        checkpoint=hook, khat_samples=0, clock=clock,
     )
-    assert [it for it, _ in seen] == [100, 200, 300]
-    assert seen[0][1] == (3,)
+    assert [it for it, _, _ in seen] == [100, 200, 300]
+    assert seen[0][2] == (3,)
     assert result.convergence_reason == "stopped by checkpoint"
     assert not result.converged
-    assert result.wall_s < 0.3  # three 0.3 s sleeps happened inside the hook
+    assert 0 < result.wall_s < 1000.0  # none of the hooks' 3,000 s
+    assert result.compile_s < 1000.0 and result.adapt_s <= result.wall_s
+    # each hook saw the seconds of the history row at its iteration
+    history = dict(zip(result.elbo_history.iteration, result.elbo_history.wall_s, strict=True))
+    assert [w for _, w, _ in seen] == [history[it] for it, _, _ in seen]
+    assert np.all(np.diff(result.elbo_history.wall_s) > 0)
 
 
 def _wall_target():

@@ -1,0 +1,220 @@
+"""The one main loop of :func:`advi.fit`: chunks of iterations, a stopping rule, a restart
+policy, checkpoints and the history, timed by an injectable clock.
+
+Both presets run :func:`drive`; they differ in two parts only:
+
+- the :class:`StoppingRule`, which looks at each chunk's end state (Stan's relative-ELBO
+  test, :class:`advi.convergence.RelativeELBORule`; the robust preset's split R-hat of the
+  iterates, :class:`advi.robust.StationarityRule`), says what to record and whether the run
+  has converged, and gives the parameters to report (the last iterate, or the iterates'
+  average);
+- the :class:`RestartPolicy`: after non-finite draws beyond the redraw budget, the next
+  smaller eta (Stan's grid; eta / 10), or None to stop with :class:`advi.ADVIError`.
+
+Seconds come from ``clock`` (``time.perf_counter`` unless a test injects a fake one):
+each chunk and the rule's look at it are counted, the checkpoint hook is not.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+
+from .result import ADVIError, Approximation, CheckpointInfo, ELBOHistory
+from .step import ADVIState, fresh_state
+
+logger = logging.getLogger("advi")
+
+Clock = Callable[[], float]
+"""``clock() -> seconds`` on a monotonic scale (``time.perf_counter``)."""
+
+_PACKAGE = str(Path(__file__).parent)
+
+
+def warn(message: str) -> None:
+    """A ``RuntimeWarning`` attributed to the first caller outside this package (as
+    pandas' ``find_stack_level`` does), whatever the depth it is raised at."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, RuntimeWarning, stacklevel=level)
+
+
+class Verdict(NamedTuple):
+    """What a stopping rule makes of one chunk's end state.
+
+    Attributes:
+        failure: the cause when the state cannot be used (restart), else None.
+        row: the rule's columns of a history row, or None (no row this chunk).
+        reason: the convergence reason when the rule fired, else None.
+        note: a warning to issue and keep in the result, or None.
+    """
+
+    failure: str | None = None
+    row: Row | None = None
+    reason: str | None = None
+    note: str | None = None
+
+
+class Row(NamedTuple):
+    """A stopping rule's columns of one history row (nan where it has none)."""
+
+    elbo: float
+    rel_change: float = math.nan
+    rel_mean: float = math.nan
+    rel_median: float = math.nan
+    rhat: float = math.nan
+
+
+class StoppingRule(Protocol):
+    """The part of the loop that decides when to stop (module docstring)."""
+
+    moments: bool  # the chunk returns (state, ChunkMoments)
+    reports_rhat: bool  # the history has a max_rhat column
+    fallback_text: str  # where a restart starts from, for messages
+    max_iter_note: str  # the warning when max_iter is reached
+
+    def observe(self, state: ADVIState, moments: Any) -> Verdict: ...
+    def estimate(self, state: ADVIState) -> Any: ...
+    def fallback(self, state: ADVIState) -> ADVIState: ...
+    def restarted(self) -> None: ...
+    def describe(self, row: Row) -> str: ...
+
+
+class RestartPolicy(NamedTuple):
+    """``next_eta(eta) -> smaller eta or None``; ``limit`` says where it stops, for the
+    error message."""
+
+    next_eta: Callable[[float], float | None]
+    limit: str
+
+
+class Outcome(NamedTuple):
+    """What :func:`drive` hands to ``make_result``: the run's end and its history."""
+
+    params: Any
+    state: ADVIState
+    eta: float
+    converged: bool
+    reason: str
+    history: ELBOHistory
+    wall_s: float
+    restarts: tuple[tuple[int, float, float], ...]
+    notes: tuple[str, ...]
+
+
+class _Record:
+    """The history so far."""
+
+    def __init__(self, eta: float, wall_s: float) -> None:
+        self.eta, self.wall_s = eta, wall_s
+        self.rows: list[tuple[int, Row, float, float]] = []
+        self.restarts: list[tuple[int, float, float]] = []
+        self.notes: list[str] = []
+
+    def note(self, message: str) -> None:
+        self.notes.append(message)
+        warn(message)
+
+    def elbo(self) -> float | None:
+        return self.rows[-1][1].elbo if self.rows else None
+
+    def outcome(self, rule: StoppingRule, params: Any, state: ADVIState, converged: bool,
+                reason: str) -> Outcome:
+        rows = self.rows
+        column = [[getattr(r, name) for _, r, _, _ in rows] for name in Row._fields]
+        history = ELBOHistory(
+            np.array([it for it, _, _, _ in rows], int), *(np.array(c, float) for c in column[:4]),
+            np.array([eta for _, _, eta, _ in rows], float),
+            np.array([s for _, _, _, s in rows], float),
+            np.array(column[4], float) if rule.reports_rhat else None)
+        return Outcome(params, state, self.eta, converged, reason, history, self.wall_s,
+                       tuple(self.restarts), tuple(self.notes))
+
+
+def drive(
+    runner: Any,
+    state: ADVIState,
+    eta: float,
+    *,
+    rule: StoppingRule,
+    policy: RestartPolicy,
+    run_key: Any,
+    chunk_len: int,
+    max_iter: int,
+    checkpoint_every: int,
+    checkpoint: Callable[[CheckpointInfo], bool | None] | None,
+    clock: Clock,
+    wall_s: float,
+    make_result: Callable[[Outcome, bool], Any],
+) -> Any:
+    """Run chunks of ``chunk_len`` iterations (:class:`advi.compiled.CompiledADVI`) until
+    ``rule`` converges, ``max_iter`` or the hook returns True; ``make_result(outcome,
+    final)`` builds what is returned (``final`` False: for ``ADVIError.result``).
+
+    Raises:
+        ADVIError: when non-finite draws persist and ``policy`` has no smaller eta; its
+            ``result`` holds the state restarts would have started from and the history.
+    """
+    rec, last_hook, reason = _Record(eta, wall_s), -1, "max_iter"
+    while (it := int(state.iteration)) < max_iter:
+        tick = clock()
+        out = runner.run(state, rec.eta, run_key, len(rec.restarts),
+                         min(chunk_len - it % chunk_len, max_iter - it))
+        new_state, moments = out if rule.moments else (out, None)
+        verdict = (Verdict(failure="non-finite gradients beyond 10*grad_samples redraws")
+                   if bool(new_state.failed) else rule.observe(new_state, moments))
+        rec.wall_s += clock() - tick
+        if verdict.failure is not None:
+            state = _restart(runner, rule, policy, rec, state, verdict.failure, make_result)
+            continue
+        state, it = new_state, int(new_state.iteration)
+        if verdict.note is not None:
+            rec.note(verdict.note)
+        if verdict.row is not None:
+            rec.rows.append((it, verdict.row, rec.eta, rec.wall_s))
+            logger.info("iter %6d  elbo %12.6g  %s  eta %g  %.2f s", it, verdict.row.elbo,
+                        rule.describe(verdict.row), rec.eta, rec.wall_s)
+        if verdict.reason is not None:
+            reason = verdict.reason
+        if checkpoint is not None and (it % checkpoint_every == 0 or verdict.reason):
+            last_hook = it
+            if checkpoint(CheckpointInfo(it, rec.wall_s, rec.elbo(), Approximation(
+                    runner.family, rule.estimate(state), runner.target))):
+                reason = "stopped by checkpoint"
+                break
+        if verdict.reason is not None:
+            break
+    converged = reason not in ("max_iter", "stopped by checkpoint")
+    if reason == "max_iter":
+        rec.note(rule.max_iter_note)
+    params = rule.estimate(state)
+    if checkpoint is not None and last_hook != int(state.iteration):
+        checkpoint(CheckpointInfo(int(state.iteration), rec.wall_s, rec.elbo(),
+                                  Approximation(runner.family, params, runner.target)))
+    return make_result(rec.outcome(rule, params, state, converged, reason), True)
+
+
+def _restart(runner: Any, rule: StoppingRule, policy: RestartPolicy, rec: _Record,
+             state: ADVIState, cause: str, make_result: Callable) -> ADVIState:
+    """A fresh optimiser at ``rule.fallback(state)`` with the policy's smaller eta."""
+    start = rule.fallback(state)
+    it, new_eta = int(start.iteration), policy.next_eta(rec.eta)
+    if new_eta is None:
+        raise ADVIError(
+            f"{cause} at iteration {it} with eta={rec.eta:g}, {policy.limit}; stopping. "
+            f"err.result holds {rule.fallback_text} and its history.",
+            make_result(rec.outcome(rule, start.params, start, False, "max_iter"), False))
+    rec.restarts.append((it, rec.eta, new_eta))
+    rec.note(f"{cause} at iteration {it} with eta={rec.eta:g}; restarting from "
+             f"{rule.fallback_text} with eta={new_eta:g}")
+    rec.eta = new_eta
+    rule.restarted()
+    return fresh_state(start.params, runner.optimizer, start.iteration, start.redraws)
