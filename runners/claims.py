@@ -21,7 +21,6 @@ table for the workflow). Each claim is judged by a stated criterion
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -29,6 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from .naming import RunName, parse_run_name
 from .summary import reach_column
 
 
@@ -88,8 +88,6 @@ MAX_EXCESS_KL = 0.01
 COLUMNS = ("claim", "figure", "paper_claim", "criterion", "experiment", "held", "verdict",
            "measured", "data")
 """The columns of the reproduction table (claims.csv)."""
-
-_ADVI = re.compile(r"^advi(?:_\w+?)?_M(?P<M>\d+)(?:_B(?P<B>\d+))?")
 
 
 class Verdict(NamedTuple):
@@ -212,10 +210,17 @@ def judge_transformation(table: pd.DataFrame, *, max_excess_kl: float = MAX_EXCE
 
 def advi_setting(method: str) -> tuple[int, int | None] | None:
     """(M, B) of an ADVI method name (``advi_M1``, ``advi_M10_B500``), None for others."""
-    match = _ADVI.match(method)
-    if match is None:
+    name = _parsed(method)
+    return (name.grad_samples, name.minibatch_size) if name is not None and name.is_advi \
+        else None
+
+
+def _parsed(method: str) -> RunName | None:
+    """The parts of a method's run name; None for a name no run of this workflow has."""
+    try:
+        return parse_run_name(method)
+    except ValueError:
         return None
-    return int(match["M"]), int(match["B"]) if match["B"] else None
 
 
 def _seconds(value: float) -> str:
@@ -332,7 +337,8 @@ def judge_experiment(
 
 def is_robust(method: str) -> bool:
     """Whether a method name is ADVI with the library's robust preset (``advi_robust_M1``)."""
-    return method.startswith("advi_robust")
+    name = _parsed(method)
+    return name is not None and name.is_robust
 
 
 def advi_variants(summary: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:

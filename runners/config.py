@@ -27,6 +27,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 import advi
 
+from .naming import advi_run_name, mcmc_run_name
 from .paths import CONF_DIR, run_dir
 
 
@@ -281,19 +282,11 @@ class AdviConfig:
         folders.
         """
         o, base = self.resolved(), advi.PRESETS[self.preset]
-        parts = ["advi"] + ([self.preset] if self.preset != "stan" else [])
-        if o.family != "meanfield":
-            parts.append(o.family)
-        parts.append(f"M{o.grad_samples}")
-        if o.minibatch_size is not None:
-            parts.append(f"B{o.minibatch_size}")
-        if o.eta != base.eta:
-            parts.append(f"eta{o.eta:g}")
-        if o.init != base.init:
-            parts.append(f"init-{o.init}")
-        if o.optimizer != base.optimizer:
-            parts.append(o.optimizer)
-        return "_".join(parts)
+        extras = [f"eta{o.eta:g}"] if o.eta != base.eta else []
+        extras += [f"init-{o.init}"] if o.init != base.init else []
+        extras += [o.optimizer] if o.optimizer != base.optimizer else []
+        return advi_run_name(preset=self.preset, family=o.family, grad_samples=o.grad_samples,
+                             minibatch_size=o.minibatch_size, extras=extras)
 
     def label(self) -> str:
         """The legend entry, as in the paper: ``ADVI (M=1)``, ``ADVI (M=1, B=500)``,
@@ -341,10 +334,10 @@ class McmcConfig:
         _check(self, "checkpoint_every", lambda v: v >= 1, "an integer >= 1")
         _check(self, "init", lambda v: v in MCMC_INITS, " or ".join(map(repr, MCMC_INITS)))
 
-    def _suffix(self) -> str:
-        """What the run's name adds for non-default settings (``_dense``, ``_init-advi``)."""
-        return ("_dense" if self.dense_mass else "") + (
-            "" if self.init == "uniform" else f"_init-{self.init}")
+    def _extras(self) -> list[str]:
+        """What the run's name adds for non-default settings (``dense``, ``init-advi``)."""
+        return (["dense"] if self.dense_mass else []) + (
+            [] if self.init == "uniform" else [f"init-{self.init}"])
 
     def _details(self) -> str:
         """What the legend adds for non-default settings, e.g. `` (dense, from ADVI)``."""
@@ -374,7 +367,7 @@ class NutsConfig(McmcConfig):
     def run_name(self) -> str:
         """``nuts`` (``nuts_dense`` with a dense mass matrix, ``nuts_init-advi`` started at
         ADVI's mean)."""
-        return "nuts" + self._suffix()
+        return mcmc_run_name("nuts", self._extras())
 
     def label(self) -> str:
         """The legend entry, ``NUTS`` (``NUTS (dense, from ADVI)`` for non-defaults)."""
@@ -398,7 +391,7 @@ class HmcConfig(McmcConfig):
     def run_name(self) -> str:
         """``hmc`` (``hmc_dense`` with a dense mass matrix, ``hmc_init-advi`` started at
         ADVI's mean)."""
-        return "hmc" + self._suffix()
+        return mcmc_run_name("hmc", self._extras())
 
     def label(self) -> str:
         """The legend entry, ``HMC`` (``HMC (dense, from ADVI)`` for non-defaults)."""
