@@ -41,7 +41,7 @@ _PACKAGE = str(Path(__file__).parent)
 def warn(message: str) -> None:
     """A ``RuntimeWarning`` attributed to the first caller outside this package (as
     pandas' ``find_stack_level`` does), whatever the depth it is raised at."""
-    frame, level = sys._getframe(1), 1
+    frame, level = sys._getframe(1), 2
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, RuntimeWarning, stacklevel=level)

@@ -38,6 +38,7 @@ def run_advi(
     trace: TraceWriter,
     posterior_mean: PosteriorMean | None = None,
     stop: Callable[[], str | None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, Any]:
     """Fits q by ADVI, writing one trace row per checkpoint.
 
@@ -52,6 +53,8 @@ def run_advi(
             checkpoint's S draws (E_q[theta], Monte Carlo).
         stop: asked after every checkpoint; a reason (not None) stops the fit there
             (:class:`runners.interrupt.StopRequest`).
+        clock: ``() -> seconds`` behind ``wall_s``, ``compile_s`` and ``checkpoint_s``
+            (``time.perf_counter``; tests inject a fake one).
 
     Returns:
         The run's facts for ``info.json``: iterations, convergence, eta, compile seconds,
@@ -64,13 +67,13 @@ def run_advi(
     def checkpoint(info: Any) -> bool:
         nonlocal over_budget, checkpoint_s
         over_budget = info.wall_s >= budget_s
-        start = time.perf_counter()
+        start = clock()
         draws = info.sample(jax.random.fold_in(eval_key, info.iteration), method.eval_draws)
         lpd = record_checkpoint(
             draws, iteration=info.iteration, wall_s=info.wall_s, phase="advi",
             scores=RunningLogMeanExp(), fresh=True, log_likelihood=log_likelihood,
             trace=trace, posterior_mean=posterior_mean, columns={"elbo": info.elbo})
-        checkpoint_s += time.perf_counter() - start
+        checkpoint_s += clock() - start
         logger.info("checkpoint at iteration %d: heldout_lpd %.4f (S = %d draws from q), "
                     "%.2f s", info.iteration, lpd, method.eval_draws, info.wall_s)
         return over_budget or (stop is not None and stop() is not None)
@@ -81,6 +84,7 @@ def run_advi(
         preset=method.preset,
         model_kwargs=train,
         checkpoint=checkpoint,
+        clock=clock,
         **method.options(),  # checkpoint_every among them
     )
     return {

@@ -1,0 +1,113 @@
+"""The one main loop: its stopping rule and restart policy are parts, its clock injectable."""
+
+import jax.numpy as jnp
+import optax
+import pytest
+
+import advi
+from advi.driver import RestartPolicy, Row, Verdict, drive
+from advi.step import fresh_state
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class _Runner:
+    """Chunks that take 1 s of the fake clock each and fail at eta > 1."""
+
+    family, target, optimizer = advi.MEANFIELD, None, optax.identity()
+
+    def __init__(self, clock):
+        self.clock, self.calls = clock, []
+
+    def run(self, state, eta, key, salt, num_steps):
+        self.clock.now += 1.0
+        self.calls.append((int(state.iteration), eta, salt, num_steps))
+        if eta > 1.0:
+            return state._replace(failed=jnp.ones((), bool))
+        return state._replace(iteration=state.iteration + num_steps,
+                              params=state.params._replace(mu=state.params.mu + num_steps))
+
+
+class _Rule:
+    """A row per chunk (ELBO = the iteration); converged at ``stop_at``."""
+
+    moments, reports_rhat, fallback_text = False, False, "the last state"
+    max_iter_note = "max_iter reached"
+
+    def __init__(self, stop_at):
+        self.stop_at, self.restarts = stop_at, 0
+
+    def observe(self, state, moments):
+        it = int(state.iteration)
+        return Verdict(row=Row(float(it)), reason="done" if it >= self.stop_at else None)
+
+    def estimate(self, state):
+        return state.params
+
+    def fallback(self, state):
+        return state
+
+    def restarted(self):
+        self.restarts += 1
+
+    def describe(self, row):
+        return ""
+
+
+HALVING = RestartPolicy(lambda eta: eta / 2 if eta / 2 >= 0.5 else None, "eta >= 0.5")
+
+
+def _state():
+    params = advi.MeanFieldParams(jnp.zeros(1), jnp.zeros(1))
+    return fresh_state(params, optax.identity(), jnp.zeros((), jnp.int32))
+
+
+def _drive(eta, rule, policy, clock, runner, **kwargs):
+    options = dict(run_key=None, chunk_len=10, max_iter=100, checkpoint_every=20,
+                   checkpoint=None, clock=clock, wall_s=0.0,
+                   make_result=lambda out, final: (out, final))
+    return drive(runner, _state(), eta, rule=rule, policy=policy, **{**options, **kwargs})
+
+
+def test_failed_chunks_restart_by_the_policy_and_the_rule_stops_the_run():
+    clock = _Clock()
+    runner, rule, hooks = _Runner(clock), _Rule(stop_at=30), []
+
+    def hook(info):
+        hooks.append((info.iteration, info.wall_s))
+        clock.now += 100.0  # a slow hook: not counted
+
+    with pytest.warns(RuntimeWarning, match="restarting from the last state with eta=2"):
+        out, final = _drive(4.0, rule, HALVING, clock, runner, checkpoint=hook)
+    assert final and out.converged and out.reason == "done" and out.eta == 1.0
+    assert out.restarts == ((0, 4.0, 2.0), (0, 2.0, 1.0)) and rule.restarts == 2
+    assert [salt for _, _, salt, _ in runner.calls] == [0, 1, 2, 2, 2]  # salted by restarts
+    assert list(out.history.iteration) == [10, 20, 30]
+    assert list(out.history.wall_s) == [3.0, 4.0, 5.0]  # 1 s per chunk, failed ones too
+    assert hooks == [(20, 4.0), (30, 5.0)]  # the grid, then convergence; none twice
+    assert float(out.params.mu[0]) == 30.0 and out.history.max_rhat is None
+
+
+def test_no_smaller_eta_is_an_error_holding_the_fallback_and_the_history():
+    clock = _Clock()
+    with pytest.raises(advi.ADVIError, match=r"at iteration 0 with eta=4, eta >= 0.5") as err:
+        _drive(4.0, _Rule(stop_at=30), RestartPolicy(lambda eta: None, "eta >= 0.5"),
+               clock, _Runner(clock))
+    out, final = err.value.result
+    assert not final and out.restarts == () and int(out.state.iteration) == 0
+
+
+def test_max_iter_warns_the_rules_note_and_cuts_the_last_chunk():
+    clock = _Clock()
+    runner = _Runner(clock)
+    with pytest.warns(RuntimeWarning, match="max_iter reached") as caught:
+        out, _ = _drive(1.0, _Rule(stop_at=10**6), HALVING, clock, runner, max_iter=25)
+    assert caught[0].filename == __file__  # attributed to the caller, not to advi
+    assert [n for _, _, _, n in runner.calls] == [10, 10, 5]
+    assert out.reason == "max_iter" and not out.converged and out.notes == ("max_iter reached",)
