@@ -18,7 +18,16 @@ The Hessian is that of the ELBO estimated at fixed draws eps_1..eps_S (the sampl
 objective of DADVI, Giordano, Ingram & Broderick 2024, JMLR 25(18), which reports linear
 response covariances the same way), with antithetic pairs (eps, -eps): the mu-omega block
 then vanishes exactly for a quadratic log density, so Cov_LR is exact on Gaussian
-posteriors whatever S. It is formed in float64 on the host after a unit-diagonal scaling.
+posteriors whatever S. The omega-omega block is not taken from the fixed draws: there its
+entries carry the sample correlations of the eps (~1/sqrt(S)) times precision entries that
+dwarf the diagonal on correlated posteriors, and at S = 32 that noise made the block
+indefinite on a 26-parameter regression. By Price's theorem (Price 1958; Opper & Archambeau
+2009), d^2 E_q[log p] / d omega_k^2 = 2 sigma_k^2 E_q[d^2 log p / d zeta_k^2] + sigma_k^4
+E_q[d^4 log p / d zeta_k^4]; the block is taken as diagonal, 2 sigma_k^2 times the mu-block's
+diagonal (the fourth-derivative term and the off-diagonal entries are zero on a Gaussian
+posterior). The mu-block of the inverse is then the inverse of the Schur complement
+-H_mumu - H_muomega D^-1 H_omegamu (D that diagonal block), formed in float64 on the host
+after a unit-diagonal scaling.
 """
 
 from __future__ import annotations
@@ -80,9 +89,10 @@ def linear_response_covariance(approximation: Any, rng_key: Array | None = None,
 
     Raises:
         ValueError: for a full-rank q, an odd or too small ``num_draws``, a minibatched
-            target without a full-data log density, or when -Hessian is not positive
-            definite (q is not at a maximum of the ELBO: the fit did not converge), naming
-            its smallest eigenvalue.
+            target without a full-data log density, or when q is not at a maximum of the
+            ELBO (the fit did not converge): E_q of a second derivative of log p >= 0, or
+            a Schur complement that is not positive definite (naming its smallest
+            eigenvalue).
     """
     if not isinstance(approximation.params, MeanFieldParams):
         raise ValueError("method='linear_response' corrects a mean-field q; this q is "
@@ -91,22 +101,29 @@ def linear_response_covariance(approximation: Any, rng_key: Array | None = None,
             num_draws % 2):
         raise ValueError(f"num_draws={num_draws!r} must be an even integer >= 2")
     key = jax.random.PRNGKey(0) if rng_key is None else rng_key
-    precision = _elbo_hessian(approximation, key, num_draws)
+    hessian = _elbo_hessian(approximation, key, num_draws)
+    dim = approximation.params.mu.shape[-1]
+    a, b = hessian[:dim, :dim], hessian[:dim, dim:]
+    d = 2 * np.exp(2 * np.asarray(approximation.params.omega, np.float64)) * np.diagonal(a)
+    if not np.all(d > 0):
+        raise ValueError(
+            f"E_q of the log density's second derivative is >= 0 along {int(np.sum(d <= 0))}"
+            " coordinates: q is not at a maximum of the ELBO, so its linear response is "
+            "undefined; refit to convergence")
+    precision = a - (b / d) @ b.T  # the Schur complement: the mu-block of the inverse
     scale = np.sqrt(np.abs(np.diagonal(precision)))
     scale = np.where(scale > 0, scale, 1.0)
-    scaled = precision / np.outer(scale, scale)
     try:
-        chol = np.linalg.cholesky(scaled)
+        chol = np.linalg.cholesky(precision / np.outer(scale, scale))
     except np.linalg.LinAlgError:
-        smallest = float(np.min(np.linalg.eigvalsh(scaled)))
+        smallest = float(np.min(np.linalg.eigvalsh(precision / np.outer(scale, scale))))
         raise ValueError(
             "the negative Hessian of the ELBO at q is not positive definite (smallest "
             f"eigenvalue {smallest:.3g} after unit-diagonal scaling): q is not at a maximum "
             "of the ELBO, so its linear response is undefined; refit to convergence"
         ) from None
     inverse = np.linalg.inv(chol)
-    dim = approximation.params.mu.shape[-1]
-    cov = (inverse.T @ inverse)[:dim, :dim] / np.outer(scale[:dim], scale[:dim])
+    cov = (inverse.T @ inverse) / np.outer(scale, scale)
     return 0.5 * (cov + cov.T)
 
 

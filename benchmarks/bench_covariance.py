@@ -1,0 +1,201 @@
+"""Posterior means and sds from ADVI's three covariances, against known posteriors.
+
+For each case and seed: ``advi.fit(..., preset="robust")`` with the mean-field family (its
+own sds, "MF", and the linear-response correction, "LR": ``result.covariance(
+"linear_response")``) and with the full-rank family ("FR"). Scored per fit: the worst
+|fitted mean - true mean| / true sd over the scalar parameters, and the median over them
+of |log(fitted sd / true sd)|; seconds are the fit's (compilation, start, iterations; LR
+adds its Hessian), in this process (the first fit of a case compiles). Where a latent site
+is constrained, means and sds are those of 4,000 constrained draws (LR: draws from
+N(mu, Cov_LR)); else mu and the covariance's diagonal. Each fit's warnings are counted:
+a fit more than 1 sd off should carry one.
+
+Cases (the exact ones as in ``bench_accuracy.py``):
+
+- ``regression D=10, 26, 100``: conjugate linear regression, equicorrelated (0.9)
+  predictors at column scales 10^-3 .. 10^4 (exact Gaussian posterior);
+- ``normal-normal J=30``, ``8 schools, tau = 5 known``: exact;
+- ``mixture 0.7/0.3``: two unit-variance components with known weights and unknown
+  locations (the swapped labels are a second, worse mode); truth from a 2-D grid;
+- ``8 schools``: unknown tau, against NumPyro NUTS (4 chains).
+
+    python benchmarks/bench_covariance.py            # 5 seeds, about 10 minutes
+    python benchmarks/bench_covariance.py --quick    # 2 seeds, no D=100, shorter NUTS
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import time
+import warnings
+
+import bench_accuracy as acc
+import bench_common as common
+import numpy as np
+
+NUM_DRAWS = 4000
+TARGET_MEAN_SD, TARGET_LOG_SD = 0.1, 0.1
+MIXTURE_WEIGHT = 0.7
+
+
+def mixture(y, weight):
+    """Two unit-variance normal components, weights (weight, 1 - weight), locations ~
+    N(0, 5^2)."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    locs = numpyro.sample("locs", dist.Normal(0.0, 5.0).expand([2]).to_event(1))
+    mix = dist.Categorical(probs=jnp.array([weight, 1.0 - weight]))
+    with numpyro.plate("data", y.shape[0]):
+        numpyro.sample("y", dist.MixtureSameFamily(mix, dist.Normal(locs, 1.0)), obs=y)
+
+
+def mixture_case(num: int = 200) -> acc.Case:
+    """Data from 0.7 N(-2, 1) + 0.3 N(2, 1); the posterior of the two locations on a grid."""
+    rng = np.random.default_rng(0)
+    y = (np.where(rng.random(num) < MIXTURE_WEIGHT, -2.0, 2.0) + rng.normal(size=num))
+    y = y.astype(np.float32)
+    grid = np.linspace(-4.0, 4.0, 801)
+    a, b = np.meshgrid(grid, grid, indexing="ij")
+    log_p = -(a**2 + b**2) / 50.0
+    for value in y.astype(np.float64):
+        log_p += np.logaddexp(np.log(MIXTURE_WEIGHT) - 0.5 * (value - a) ** 2,
+                              np.log(1 - MIXTURE_WEIGHT) - 0.5 * (value - b) ** 2)
+    weights = np.exp(log_p - log_p.max())
+    weights /= weights.sum()
+    mean = np.array([np.sum(weights * a), np.sum(weights * b)])
+    sd = np.sqrt(np.array([np.sum(weights * a**2), np.sum(weights * b**2)]) - mean**2)
+    return acc.Case("mixture 0.7/0.3", mixture, (y, MIXTURE_WEIGHT), ("locs",), mean, sd,
+                    "exact (801 x 801 grid)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Score:
+    """One method's error on one fit."""
+
+    mean_sd: float  # worst |mean error| / true sd
+    log_sd: float  # median |log sd ratio|
+    seconds: float
+    warned: bool
+
+
+def _moments(case: acc.Case, approximation, cov: np.ndarray, seed: int):
+    """(means, sds) of the case's sites under N(mu, cov) in zeta-space."""
+    import jax
+    import jax.numpy as jnp
+
+    import advi
+
+    mu = np.asarray(approximation.params.mu, np.float64)
+    if not case.constrained:
+        return mu, np.sqrt(np.diag(cov))
+    L = np.linalg.cholesky(cov + 1e-12 * np.diag(np.diag(cov)))
+    dtype = approximation.params.mu.dtype
+    q = advi.Approximation(advi.FULLRANK, advi.FullRankParams(
+        approximation.params.mu, jnp.asarray(L, dtype)), approximation.target)
+    draws = acc.flatten(q.sample(jax.random.PRNGKey(seed + 1000), NUM_DRAWS), case.sites, 1)
+    return draws.mean(0), draws.std(0)
+
+
+def _score(case: acc.Case, mean: np.ndarray, sd: np.ndarray, seconds: float, warned: bool
+           ) -> Score:
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(sd))):
+        return Score(float("inf"), float("inf"), seconds, warned)
+    return Score(float(np.max(np.abs(mean - case.mean) / case.sd)),
+                 float(np.median(np.abs(np.log(sd / case.sd)))), seconds, warned)
+
+
+def fit_scores(case: acc.Case, family: str, seed: int) -> dict[str, Score]:
+    """MF and LR (family "meanfield") or FR (family "fullrank") scores of one fit."""
+    import jax
+
+    import advi
+
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = advi.fit(case.model, *case.args, rng_key=jax.random.PRNGKey(seed),
+                              preset="robust", family=family, khat_samples=0)
+        except advi.ADVIError:
+            failed = Score(np.inf, np.inf, np.nan, True)
+            return {"FR": failed} if family == "fullrank" else {"MF": failed, "LR": failed}
+    seconds = time.perf_counter() - start
+    warned = any(issubclass(w.category, RuntimeWarning) for w in caught)
+    q = result.approximation
+    if family == "fullrank":
+        return {"FR": _score(case, *_moments(case, q, result.covariance(), seed), seconds,
+                             warned)}
+    scores = {"MF": _score(case, *_moments(case, q, result.covariance(), seed), seconds,
+                           warned)}
+    start = time.perf_counter()
+    try:
+        lr = result.covariance("linear_response")
+    except ValueError:  # -Hessian not positive definite: no linear response there
+        scores["LR"] = Score(np.inf, np.inf, np.nan, True)
+        return scores
+    lr_seconds = seconds + time.perf_counter() - start
+    scores["LR"] = _score(case, *_moments(case, q, lr, seed), lr_seconds, warned)
+    return scores
+
+
+def row(case: acc.Case, seeds: list[int]) -> tuple[str, bool, int]:
+    """The markdown row of one case, whether FR met the targets on every seed, and the
+    number of fits more than 1 sd off without a warning."""
+    per: dict[str, list[Score]] = {"MF": [], "LR": [], "FR": []}
+    for seed in seeds:
+        for family in ("meanfield", "fullrank"):
+            for name, score in fit_scores(case, family, seed).items():
+                per[name].append(score)
+    cells, silent = [], 0
+    for name in ("MF", "LR", "FR"):
+        scores = per[name]
+        silent += sum(s.mean_sd > 1 and not s.warned for s in scores)
+        worst_mean = max(s.mean_sd for s in scores)
+        worst_sd = max(s.log_sd for s in scores)
+        secs = statistics.median(s.seconds for s in scores)
+        warned = sum(s.warned for s in scores)
+        cells.append(f"{worst_mean:.3g} / {worst_sd:.3g} / {secs:.1f} s"
+                     + (f" ({warned} warned)" if warned else ""))
+    fr = per["FR"]
+    met = all(s.mean_sd <= TARGET_MEAN_SD and s.log_sd <= TARGET_LOG_SD for s in fr)
+    return (f"| {case.name} | {case.mean.size} | {case.reference} | {' | '.join(cells)} | "
+            f"{silent} | {common.verdict(met)} |"), met, silent
+
+
+def main() -> None:
+    """Run the benchmark and print its table (module docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2 seeds, no D=100")
+    parser.add_argument("--seeds", type=int, default=None, help="fits per case (5)")
+    args = parser.parse_args()
+    seeds = list(range(args.seeds or (2 if args.quick else 5)))
+    start = time.perf_counter()
+    print("ADVI covariance benchmark: preset='robust', JAX float32; cells: worst mean "
+          "error (sd) / worst median |log sd ratio| / median seconds per fit, over "
+          f"{len(seeds)} seeds")
+    common.print_environment()
+    print()
+    cases = [acc.regression_case(10), acc.regression_case(26)]
+    if not args.quick:
+        cases.append(acc.regression_case(100))
+    cases += [acc.normal_normal_case(), acc.schools_known_tau_case(), mixture_case(),
+              acc.schools_nuts_case(4, 1000 if args.quick else 5000)]
+    print("| case | K | truth | mean-field (MF) | linear response (LR) | full-rank (FR) | "
+          f"fits > 1 sd off, no warning | FR <= {TARGET_MEAN_SD} sd, {TARGET_LOG_SD} |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |")
+    silent = 0
+    for case in cases:
+        line, _, off = row(case, seeds)
+        silent += off
+        print(line, flush=True)
+    print()
+    print(f"fits more than 1 sd off without a warning: {silent}; load average at the end "
+          f"{common.format_load()}; total {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
