@@ -163,7 +163,7 @@ def drive(
         ADVIError: when non-finite draws persist and ``policy`` has no smaller eta; its
             ``result`` holds the state restarts would have started from and the history.
     """
-    rec, last_hook, reason = _Record(eta, wall_s), -1, "max_iter"
+    rec, last_hook, reason, converged = _Record(eta, wall_s), -1, "max_iter", False
     while (it := int(state.iteration)) < max_iter:
         tick = clock()
         out = runner.run(state, rec.eta, run_key, len(rec.restarts),
@@ -183,16 +183,15 @@ def drive(
             logger.info("iter %6d  elbo %12.6g  %s  eta %g  %.2f s", it, verdict.row.elbo,
                         rule.describe(verdict.row), rec.eta, rec.wall_s)
         if verdict.reason is not None:
-            reason = verdict.reason
-        if checkpoint is not None and (it % checkpoint_every == 0 or verdict.reason):
+            reason, converged = verdict.reason, True
+        if checkpoint is not None and (it % checkpoint_every == 0 or converged):
             last_hook = it
             if checkpoint(CheckpointInfo(it, rec.wall_s, rec.elbo(), Approximation(
                     runner.family, rule.estimate(state), runner.target))):
                 reason = "stopped by checkpoint"
                 break
-        if verdict.reason is not None:
+        if converged:
             break
-    converged = reason not in ("max_iter", "stopped by checkpoint")
     if reason == "max_iter":
         rec.note(rule.max_iter_note)
     params = rule.estimate(state)

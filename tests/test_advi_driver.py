@@ -111,3 +111,11 @@ def test_max_iter_warns_the_rules_note_and_cuts_the_last_chunk():
     assert caught[0].filename == __file__  # attributed to the caller, not to advi
     assert [n for _, _, _, n in runner.calls] == [10, 10, 5]
     assert out.reason == "max_iter" and not out.converged and out.notes == ("max_iter reached",)
+
+
+def test_a_hook_stopping_at_convergence_keeps_the_convergence():
+    clock = _Clock()
+    out, _ = _drive(1.0, _Rule(stop_at=30), HALVING, clock, _Runner(clock),
+                    checkpoint=lambda info: True, checkpoint_every=30)
+    assert out.converged and out.reason == "stopped by checkpoint"
+    assert int(out.state.iteration) == 30
