@@ -22,6 +22,7 @@ report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
+include: "rules/resources.smk"
 include: "rules/data.smk"
 include: "rules/fit.smk"
 include: "rules/figures.smk"

@@ -20,5 +20,11 @@ rule fit:
         script=f"{workflow.basedir}/scripts/fit.py",
         overrides=fit_overrides,
     threads: fit_threads
+    # what a cluster job asks for (rules/resources.smk, profiles/slurm)
+    resources:
+        cpus_per_task=fit_threads,
+        runtime=fit_runtime_min,
+        mem_mb=fit_mem_mb,
+        gpu=fit_gpus,
     shell:
         "exec python {params.script} {params.overrides} cores={threads} > {log} 2>&1"

@@ -1,0 +1,84 @@
+# What each fit job asks a cluster for, from its own run's config (runners/workflow.py's
+# RunJob): CPUs, wall time, memory and, when asked, GPUs. The SLURM profile
+# (profiles/slurm/config.yaml, docs/cluster.md) passes them to sbatch through
+# snakemake-executor-plugin-slurm; run locally (`--cores N`) only the CPUs matter. Any of
+# them can be overridden per run of Snakemake: --set-resources fit:runtime=600.
+import math
+import os
+
+# Wall time beyond the budget. The budget's clock runs only while a method computes
+# (runners/advi_runner.py, runners/mcmc_runner.py): checkpoint scoring and writing run off
+# it and, at the paper's spacing (S = 1,000 draws every checkpoint), cost about as much as
+# the iterations between checkpoints, so the wall time is taken as twice the budget; and
+# the process's start-up, data loading, XLA compilation (seconds to a minute per fitted
+# function) and the last checkpoint past the budget (MCMC: one transition) are covered by a
+# fixed 15 minutes.
+RUNTIME_BUDGET_FACTOR = 2.0
+RUNTIME_EXTRA_S = 15 * 60
+# Memory: a fit process holds ~0.5 GB before any data (a smoke fit of election88's ADVI:
+# 483 MB maximum resident set, /usr/bin/time -v), given 2 GB for larger compiled programs
+# and scoring buffers; plus four copies of its data file (the file as read, its float32 JAX
+# copy, the train/held-out split, the per-checkpoint scoring of the held-out rows).
+MEM_BASE_MB = 2000
+MEM_PER_DATA_MB = 4
+
+
+# Only the fits and the imageCLEF features (minutes of CPU) go to a cluster. The other rules
+# take seconds, less than a cluster job's own overhead (queueing, then a Snakemake process
+# on the node that reads the workflow again: 26-50 s per job of these rules on the local
+# test cluster, scripts/slurm_local.sh), so they run where Snakemake runs; fetch_data too,
+# as cluster nodes often have no route to the internet.
+localrules:
+    all,
+    simulate_data,
+    fetch_data,
+    summarise,
+    plot_accuracy,
+    plot_factors,
+    plot_standin_images,
+    fig3_transformations,
+    model_source,
+    claims,
+    runs_page,
+
+
+def fit_runtime_min(wildcards):
+    """The fit's wall-time limit in minutes (SLURM's --time): RUNTIME_BUDGET_FACTOR times
+    its budget (`budget_s`, seconds) plus RUNTIME_EXTRA_S, rounded up.
+
+    Raises:
+        ValueError: the run has no finite budget (the limit would be unbounded).
+    """
+    job = run_job(wildcards)
+    if not math.isfinite(job.budget_s):
+        raise ValueError(f"run {job.trace}: budget_s = {job.budget_s}; a cluster job needs "
+                         "a finite budget in seconds (budget_s=<s>), or set the limit with "
+                         "--set-resources fit:runtime=<minutes>")
+    return math.ceil((RUNTIME_BUDGET_FACTOR * job.budget_s + RUNTIME_EXTRA_S) / 60)
+
+
+def data_size_mb(path):
+    """The size in MB (10^6 bytes) of a data file, or of every file under a data folder.
+
+    Raises:
+        FileNotFoundError: the data does not exist yet (Snakemake then sizes the job again
+            once the data rules have made it).
+    """
+    if not os.path.isdir(path):
+        return os.stat(path).st_size / 1e6
+    total = 0
+    for root, _, files in os.walk(path):
+        total += sum(os.stat(os.path.join(root, name)).st_size for name in files)
+    return total / 1e6
+
+
+def fit_mem_mb(wildcards, input):
+    """The fit's memory in MB (SLURM's --mem): MEM_BASE_MB plus MEM_PER_DATA_MB times its
+    data's size on disk."""
+    return math.ceil(MEM_BASE_MB + MEM_PER_DATA_MB * data_size_mb(input.data))
+
+
+def fit_gpus(wildcards):
+    """GPUs per fit (SLURM's --gpus): the workflow config's `gpus`, 0 (none) by default; a
+    GPU fit needs JAX's CUDA build (docs/cluster.md)."""
+    return int(config["gpus"])
