@@ -4,7 +4,7 @@
 #
 #   sudo scripts/slurm_local.sh start    # install (Debian/Ubuntu packages), configure, start
 #   scripts/slurm_local.sh status        # daemons, sinfo
-#   sudo scripts/slurm_local.sh stop     # stop the daemons this script started
+#   sudo scripts/slurm_local.sh stop     # stop slurmctld and slurmd (munged keeps running)
 #
 # Idempotent: `start` installs slurm-wlm and munge only when missing, rewrites
 # /etc/slurm/slurm.conf only when it changes (a changed file restarts the daemons), and starts
