@@ -6,15 +6,12 @@
 import math
 import os
 
-# Wall time beyond the budget. The budget's clock runs only while a method computes
-# (runners/advi_runner.py, runners/mcmc_runner.py): checkpoint scoring and writing run off
-# it and, at the paper's spacing (S = 1,000 draws every checkpoint), cost about as much as
-# the iterations between checkpoints, so the wall time is taken as twice the budget; and
-# the process's start-up, data loading, XLA compilation (seconds to a minute per fitted
-# function) and the last checkpoint past the budget (MCMC: one transition) are covered by a
-# fixed 15 minutes.
-RUNTIME_BUDGET_FACTOR = 2.0
-RUNTIME_EXTRA_S = 15 * 60
+from runners.estimate import wall_clock_limit
+
+# Wall time: the plan's worst case for the run (runners/estimate.py, wall_clock_limit): twice
+# the budget, as checkpoint scoring runs off the budget's clock and can cost as much as the
+# iterations, plus 15 minutes for start-up, data loading, XLA compilation and the last
+# checkpoint past the budget (MCMC: one transition).
 # Memory: a fit process holds ~0.5 GB before any data (a smoke fit of election88's ADVI:
 # 483 MB maximum resident set, /usr/bin/time -v), given 2 GB for larger compiled programs
 # and scoring buffers; plus four copies of its data file (the file as read, its float32 JAX
@@ -43,8 +40,8 @@ localrules:
 
 
 def fit_runtime_min(wildcards):
-    """The fit's wall-time limit in minutes (SLURM's --time): RUNTIME_BUDGET_FACTOR times
-    its budget (`budget_s`, seconds) plus RUNTIME_EXTRA_S, rounded up.
+    """The fit's wall-time limit in minutes (SLURM's --time): the plan's worst case for its
+    budget (`budget_s`, seconds; runners/estimate.py's wall_clock_limit), rounded up.
 
     Raises:
         ValueError: the run has no finite budget (the limit would be unbounded).
@@ -54,7 +51,7 @@ def fit_runtime_min(wildcards):
         raise ValueError(f"run {job.trace}: budget_s = {job.budget_s}; a cluster job needs "
                          "a finite budget in seconds (budget_s=<s>), or set the limit with "
                          "--set-resources fit:runtime=<minutes>")
-    return math.ceil((RUNTIME_BUDGET_FACTOR * job.budget_s + RUNTIME_EXTRA_S) / 60)
+    return math.ceil(wall_clock_limit(job.budget_s) / 60)
 
 
 def data_size_mb(path):
