@@ -17,6 +17,7 @@ Cases (the exact ones as in ``bench_accuracy.py``):
 - ``normal-normal J=30``, ``8 schools, tau = 5 known``: exact;
 - ``mixture 0.7/0.3``: two unit-variance components with known weights and unknown
   locations (the swapped labels are a second, worse mode); truth from a 2-D grid;
+- ``AR(5), unknown sd``: an autoregression with unknown noise sd, against NUTS;
 - ``8 schools``: unknown tau, against NumPyro NUTS (4 chains).
 
     python benchmarks/bench_covariance.py            # 5 seeds, about 10 minutes
@@ -70,6 +71,42 @@ def mixture_case(num: int = 200) -> acc.Case:
     sd = np.sqrt(np.array([np.sum(weights * a**2), np.sum(weights * b**2)]) - mean**2)
     return acc.Case("mixture 0.7/0.3", mixture, (y, MIXTURE_WEIGHT), ("locs",), mean, sd,
                     "exact (801 x 801 grid)")
+
+
+def autoregression(y, order):
+    """AR(order): phi_k ~ N(0, 1), sigma ~ HalfNormal(1), y_t ~ N(sum_k phi_k y_{t-k},
+    sigma^2) for t > order (conditional on the first ``order`` values)."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    phi = numpyro.sample("phi", dist.Normal(0.0, 1.0).expand([order]).to_event(1))
+    sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+    lags = jnp.stack([y[order - k - 1:-k - 1] for k in range(order)], axis=-1)
+    with numpyro.plate("data", y.shape[0] - order):
+        numpyro.sample("y", dist.Normal(lags @ phi, sigma), obs=y[order:])
+
+
+def autoregression_case(order: int = 5, num: int = 300, draws: int = 2000) -> acc.Case:
+    """A stationary AR(5) series (coefficients 0.5, -0.3, 0.2, 0.1, -0.1, sd 0.5); the truth
+    from NumPyro NUTS, 4 chains x ``draws``."""
+    import jax
+    from numpyro.infer import MCMC, NUTS
+
+    rng = np.random.default_rng(0)
+    coef = np.array([0.5, -0.3, 0.2, 0.1, -0.1])[:order]
+    y = np.zeros(num + 100)
+    for t in range(order, y.size):
+        y[t] = coef @ y[t - order:t][::-1] + 0.5 * rng.normal()
+    y = y[100:].astype(np.float32)
+    start = time.perf_counter()
+    mcmc = MCMC(NUTS(autoregression), num_warmup=1000, num_samples=draws, num_chains=4,
+                chain_method="sequential", progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(0), y, order)
+    flat = acc.flatten(mcmc.get_samples(), ("phi", "sigma"), axis=1)
+    return acc.Case(f"AR({order}), unknown sd", autoregression, (y, order), ("phi", "sigma"),
+                    flat.mean(0), flat.std(0), f"NUTS 4 x {draws} "
+                    f"({time.perf_counter() - start:.0f} s)", constrained=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,6 +208,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 seeds, no D=100")
     parser.add_argument("--seeds", type=int, default=None, help="fits per case (5)")
+    parser.add_argument("--only", default="", help="cases whose name starts with this")
     args = parser.parse_args()
     seeds = list(range(args.seeds or (2 if args.quick else 5)))
     start = time.perf_counter()
@@ -179,11 +217,18 @@ def main() -> None:
           f"{len(seeds)} seeds")
     common.print_environment()
     print()
-    cases = [acc.regression_case(10), acc.regression_case(26)]
-    if not args.quick:
-        cases.append(acc.regression_case(100))
-    cases += [acc.normal_normal_case(), acc.schools_known_tau_case(), mixture_case(),
-              acc.schools_nuts_case(4, 1000 if args.quick else 5000)]
+    nuts_draws = 1000 if args.quick else 5000
+    factories = [("regression D=10", lambda: acc.regression_case(10)),
+                 ("regression D=26", lambda: acc.regression_case(26)),
+                 ("regression D=100", lambda: acc.regression_case(100)),
+                 ("normal-normal", acc.normal_normal_case),
+                 ("8 schools, tau = 5", acc.schools_known_tau_case),
+                 ("mixture", mixture_case),
+                 ("AR(5)", lambda: autoregression_case(draws=nuts_draws)),
+                 ("8 schools (NUTS)", lambda: acc.schools_nuts_case(4, nuts_draws))]
+    skip = ("regression D=100",) if args.quick else ()
+    cases = [make() for name, make in factories
+             if name.startswith(args.only) and name not in skip]
     print("| case | K | truth | mean-field (MF) | linear response (LR) | full-rank (FR) | "
           f"fits > 1 sd off, no warning | FR <= {TARGET_MEAN_SD} sd, {TARGET_LOG_SD} |")
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |")
