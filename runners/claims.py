@@ -3,9 +3,9 @@ here: Figures 3, 4a, 4b, 5a/5c, 5b/5d, 1a, 1b), what this run
 measured and whether the claim held here.
 
 Pure functions over the per-experiment summary tables (:func:`runners.summary.summary_table`,
-as ``scripts/summarise.py`` writes them) and the Figure 3 fit; ``scripts/claims.py`` reads
-the files and writes ``claims.csv`` (and :func:`draw_figure3` makes Figure 3 and its fit
-table for the workflow). Each claim is judged by a stated criterion
+as ``scripts/summarise.py`` writes them) and the Figure 3 fit table
+(:func:`runners.transformation.transformation_table`); ``scripts/claims.py`` reads the
+files and writes ``claims.csv``. Each claim is judged by a stated criterion
 (:data:`CLAIMS`), so that "held" means the same thing in every run:
 
 - E0: the fitted q is the KL-optimal Gaussian in zeta = log lambda, to within
@@ -20,13 +20,11 @@ table for the workflow). Each claim is judged by a stated criterion
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from .naming import RunName, parse_run_name
 from .summary import reach_column
@@ -117,7 +115,7 @@ class ExperimentResult(NamedTuple):
         minibatched: whether its ADVI runs subsample the data (stochastic ADVI, E6).
         data: where its data came from, for the report (e.g. a simulated stand-in).
         setups: per method, what its seconds were measured on
-            (:func:`runners.hardware.timing_setup`; None: not recorded).
+            (:func:`runners.runinfo.timing_setup`; None: not recorded).
     """
 
     name: str
@@ -131,60 +129,6 @@ class ExperimentResult(NamedTuple):
 
 
 # ---- E0: the transformation (Figure 3) ------------------------------------------------------
-
-
-def kl_optimal_lognormal(a: float, b: float) -> tuple[float, float]:
-    """The Gaussian q(zeta) = N(mu, sigma^2) closest in KL(q || p) to the posterior of zeta =
-    log lambda when lambda | x ~ Gamma(a, b) (shape, rate).
-
-    Setting the ELBO's gradient, a mu - b exp(mu + sigma^2 / 2) + log sigma, to zero gives
-    sigma = a^(-1/2) and mu = log(a / b) - 1 / (2 a).
-
-    Returns:
-        (mu, sigma).
-    """
-    return math.log(a / b) - 0.5 / a, a**-0.5
-
-
-def kl_to_log_gamma(mu: float, sigma: float, a: float, b: float) -> float:
-    """KL(q || p) in nats for q = N(mu, sigma^2) over zeta and p(zeta) the density of
-    log lambda, lambda ~ Gamma(a, b): p(zeta) = b^a / Gamma(a) exp(a zeta - b e^zeta).
-
-    KL = -H[q] - E_q[log p] with H[q] = log(sigma sqrt(2 pi e)) and
-    E_q[e^zeta] = exp(mu + sigma^2 / 2).
-    """
-    entropy = 0.5 * math.log(2 * math.pi * math.e * sigma * sigma)
-    expected_log_p = (a * math.log(b) - float(special.gammaln(a)) + a * mu
-                      - b * math.exp(mu + 0.5 * sigma * sigma))
-    return -entropy - expected_log_p
-
-
-def transformation_table(fit: Mapping[str, float]) -> pd.DataFrame:
-    """The Figure 3 fit against the exact answer, one quantity per row.
-
-    Args:
-        fit: ``mu``, ``sigma`` (ADVI's q in zeta = log lambda) and ``a``, ``b`` (the exact
-            Gamma posterior's shape and rate), as ``plot_transformations.render`` returns.
-
-    Returns:
-        Columns ``symbol, quantity, value``; symbols ``a, b, mu, mu_opt, sigma, sigma_opt,
-        kl, kl_min, excess_kl``.
-    """
-    a, b, mu, sigma = (float(fit[key]) for key in ("a", "b", "mu", "sigma"))
-    mu_opt, sigma_opt = kl_optimal_lognormal(a, b)
-    kl, kl_min = kl_to_log_gamma(mu, sigma, a, b), kl_to_log_gamma(mu_opt, sigma_opt, a, b)
-    rows = [
-        ("a", "exact posterior Gamma(a, b): shape a = 1 + sum_n x_n", a),
-        ("b", "exact posterior Gamma(a, b): rate b = 1 + N", b),
-        ("mu", "ADVI: mean mu of q(zeta), zeta = log lambda", mu),
-        ("mu_opt", "KL-optimal mu = log(a / b) - 1 / (2a)", mu_opt),
-        ("sigma", "ADVI: standard deviation sigma of q(zeta)", sigma),
-        ("sigma_opt", "KL-optimal sigma = a^(-1/2)", sigma_opt),
-        ("kl", "KL(q || p) of ADVI's q (nats)", kl),
-        ("kl_min", "KL(q || p) of the KL-optimal q (nats)", kl_min),
-        ("excess_kl", "KL(q || p) - minimum (nats)", kl - kl_min),
-    ]
-    return pd.DataFrame(rows, columns=["symbol", "quantity", "value"])
 
 
 def judge_transformation(table: pd.DataFrame, *, max_excess_kl: float = MAX_EXCESS_KL) -> Verdict:
@@ -247,6 +191,25 @@ def mixed_setups(setups: Mapping[str, str | None] | None, methods: Iterable[str]
     return known if len(known) > 1 else []
 
 
+class _Times(NamedTuple):
+    """What the criteria of E1 to E5 read from a summary table (methods as its index)."""
+
+    table: pd.DataFrame
+    seconds: pd.Series  # to within the tolerance of the reference's final value (inf: never)
+    final: pd.Series  # final heldout_lpd
+    advi: list[str]
+    other: list[str]
+    reference: str
+    tolerance: float
+
+    @property
+    def percent(self) -> str:
+        return f"{self.tolerance * 100:g}%"
+
+    def label(self, method: str) -> str:
+        return self.table.loc[method, "label"]
+
+
 def judge_experiment(
     claim: str, summary: pd.DataFrame, *, reference: str | None, tolerance: float = 0.01,
     setups: Mapping[str, str | None] | None = None,
@@ -263,8 +226,8 @@ def judge_experiment(
             the reference's final heldout_lpd).
         reference: the summary's reference method (None: the summary has no times).
         tolerance: the summary's tolerance, a fraction.
+        setups: per method, what its seconds were measured on (None: not recorded).
     """
-    percent = f"{tolerance * 100:g}%"
     table = summary.set_index("method")
     column = reach_column(reference, tolerance) if reference is not None else None
     if column in table.columns:
@@ -273,12 +236,12 @@ def judge_experiment(
         seconds = pd.Series(np.inf, index=table.index)
     final = table["final_heldout_lpd"].astype(float)
     advi = [m for m in table.index if advi_setting(m) is not None]
-    other = [m for m in table.index if m not in advi]
     parts = [f"final heldout_lpd: {_finals(summary)}"]
     if column in table.columns and reference in table.index:
-        parts.append(f"seconds to within {percent} of {table.loc[reference, 'label']}'s final "
-                     "value: " + ", ".join(f"{table.loc[m, 'label']} {_seconds(seconds[m])}"
-                                           for m in table.index))
+        parts.append(f"seconds to within {tolerance * 100:g}% of "
+                     f"{table.loc[reference, 'label']}'s final value: "
+                     + ", ".join(f"{table.loc[m, 'label']} {_seconds(seconds[m])}"
+                                 for m in table.index))
     if claim == "E6":
         return _judge_minibatch(table, final, parts)
     if reference not in table.index or not advi:
@@ -288,45 +251,66 @@ def judge_experiment(
     if mixed:
         return Verdict(None, "; ".join(parts), "cannot tell: the methods' seconds were "
                        "measured on different set-ups (" + "; ".join(mixed) + ")")
-    ref_label = table.loc[reference, "label"]
-    fastest_advi = min(advi, key=lambda m: seconds[m])
-    speed_up = _speed_up(seconds[reference], seconds[fastest_advi])
+    times = _Times(table, seconds, final, advi, [m for m in table.index if m not in advi],
+                   reference, tolerance)
+    if claim in SPEED_UP:
+        return _judge_speed(times, parts, SPEED_UP[claim])
+    return _judge_accuracy(times, parts, claim)
+
+
+def _fastest_advi(t: _Times, parts: list[str]) -> tuple[str, float, str]:
+    """The ADVI run first within the tolerance, its speed-up over the reference and that
+    speed-up in words, which it also appends to ``parts``."""
+    fastest = min(t.advi, key=lambda m: t.seconds[m])
+    speed_up = _speed_up(t.seconds[t.reference], t.seconds[fastest])
     if np.isfinite(speed_up):
         times = f"{speed_up:.3g}x"
     elif np.isnan(speed_up):
-        times = f"none (no ADVI run came within {percent})"
+        times = f"none (no ADVI run came within {t.percent})"
     else:
-        times = f"unbounded ({ref_label} never came within {percent} of its final mean)"
-    parts.append(f"speed-up of {table.loc[fastest_advi, 'label']} over {ref_label}: {times}")
-    measured = "; ".join(parts)
-    if claim in SPEED_UP:
-        needed = SPEED_UP[claim]
-        if not np.isfinite(seconds[fastest_advi]):
-            return Verdict(False, measured,
-                           f"no ADVI run came within {percent} of {ref_label}'s final value")
-        held = bool(speed_up >= needed)
-        best = max(advi, key=lambda m: final[m])
-        ahead = final[best] - final[reference]
-        beyond = (f"; {table.loc[best, 'label']} ended {ahead:.3g} nats above {ref_label}'s "
-                  f"final value (more than {percent}): {ref_label} stopped short of it"
-                  if ahead > tolerance * abs(final[reference]) else "")
-        return Verdict(held, measured, f"ADVI was {times} faster than {ref_label}"
-                       + ("" if held else f", not the {needed:g}x the claim needs") + beyond)
-    failures = []
-    off = [m for m in table.index
-           if not abs(final[m] - final[reference]) <= tolerance * abs(final[reference])]
+        times = (f"unbounded ({t.label(t.reference)} never came within {t.percent} of its "
+                 "final mean)")
+    parts.append(f"speed-up of {t.label(fastest)} over {t.label(t.reference)}: {times}")
+    return fastest, speed_up, times
+
+
+def _judge_speed(t: _Times, parts: list[str], needed: float) -> Verdict:
+    """E3 to E5: ADVI within the tolerance ``needed`` times sooner than the reference."""
+    fastest, speed_up, times = _fastest_advi(t, parts)
+    measured, ref = "; ".join(parts), t.label(t.reference)
+    if not np.isfinite(t.seconds[fastest]):
+        return Verdict(False, measured, f"no ADVI run came within {t.percent} of {ref}'s "
+                       "final value")
+    held = bool(speed_up >= needed)
+    best = max(t.advi, key=lambda m: t.final[m])
+    ahead = t.final[best] - t.final[t.reference]
+    beyond = (f"; {t.label(best)} ended {ahead:.3g} nats above {ref}'s final value (more "
+              f"than {t.percent}): {ref} stopped short of it"
+              if ahead > t.tolerance * abs(t.final[t.reference]) else "")
+    return Verdict(held, measured, f"ADVI was {times} faster than {ref}"
+                   + ("" if held else f", not the {needed:g}x the claim needs") + beyond)
+
+
+def _judge_accuracy(t: _Times, parts: list[str], claim: str) -> Verdict:
+    """E1, E2: every method within the tolerance of the reference, ADVI there first (E1:
+    M = 1 before M = 10)."""
+    fastest, _, _ = _fastest_advi(t, parts)
+    measured, failures = "; ".join(parts), []
+    limit = t.tolerance * abs(t.final[t.reference])
+    off = [m for m in t.table.index if not abs(t.final[m] - t.final[t.reference]) <= limit]
     if off:
-        failures.append(f"final heldout_lpd not within {percent} of {ref_label}'s: "
-                        + ", ".join(table.loc[m, "label"] for m in off))
-    if not np.isfinite(seconds[fastest_advi]) or (
-            other and seconds[fastest_advi] >= min(seconds[m] for m in other)):
-        failures.append("ADVI was not the first method to come within " + percent)
+        failures.append(f"final heldout_lpd not within {t.percent} of "
+                        f"{t.label(t.reference)}'s: " + ", ".join(t.label(m) for m in off))
+    if not np.isfinite(t.seconds[fastest]) or (
+            t.other and t.seconds[fastest] >= min(t.seconds[m] for m in t.other)):
+        failures.append("ADVI was not the first method to come within " + t.percent)
     undecided = None
-    if claim == "E1" and not any(is_robust(m) for m in advi):
-        by_m = {advi_setting(m)[0]: m for m in advi if advi_setting(m)[1] is None}
+    if claim == "E1" and not any(is_robust(m) for m in t.advi):
+        by_m = {advi_setting(m)[0]: m for m in t.advi if advi_setting(m)[1] is None}
         if 1 not in by_m or 10 not in by_m:
             undecided = "cannot tell whether M = 1 beats M = 10: needs runs of both"
-        elif not (np.isfinite(seconds[by_m[1]]) and seconds[by_m[1]] < seconds[by_m[10]]):
+        elif not (np.isfinite(t.seconds[by_m[1]])
+                  and t.seconds[by_m[1]] < t.seconds[by_m[10]]):
             failures.append("M = 1 was not faster than M = 10")
     if failures:
         return Verdict(False, measured, "; ".join(failures))
@@ -441,36 +425,3 @@ def claims_table(
                              "measured": verdict.measured, "held": _held(verdict.held),
                              "verdict": verdict.reason, "data": experiment.data})
     return pd.DataFrame(rows, columns=list(COLUMNS))
-
-
-# ---- reading runs' info.json -----------------------------------------------------------------
-
-
-def experiment_facts(infos: Sequence[Mapping[str, Any]]) -> tuple[str, bool, str]:
-    """An experiment's model, whether it is minibatched, and its data's origin, from the
-    ``info.json`` of its runs (``config`` is the run's resolved Hydra config).
-
-    The data of the image mixture (E5, E6: ``experiment.data.source`` ``imageclef``) are a
-    simulated stand-in unless the run-wide ``data.image_dir`` named a folder of real images.
-
-    Raises:
-        ValueError: no runs, or runs that disagree on the model.
-    """
-    if not infos:
-        raise ValueError("an experiment needs at least one run's info.json")
-    models = {info["config"]["experiment"]["model"] for info in infos}
-    if len(models) != 1:
-        raise ValueError(f"runs of one experiment fit different models: {sorted(models)}")
-    model = models.pop()
-    minibatched = any((info["config"].get("method") or {}).get("minibatch_size") is not None
-                      for info in infos)
-    config = infos[0]["config"]
-    data = config["experiment"].get("data") or {}
-    image_dir = (config.get("data") or {}).get("image_dir")
-    if data.get("source") == "imageclef" or model == "gmm":
-        origin = (f"real images from {image_dir}" if image_dir else
-                  "simulated stand-in for the imageCLEF histograms (datasets.simulate."
-                  f"{data.get('name')}; no data.image_dir given)")
-    else:
-        origin = f"{data.get('source', '')} {data.get('name', '')}".strip()
-    return model, minibatched, origin

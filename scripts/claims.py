@@ -21,10 +21,10 @@ from typing import Any
 
 import pandas as pd
 
-from runners.claims import ExperimentResult, claims_table, experiment_facts
+from runners.claims import ExperimentResult, claims_table
 from runners.files import atomic_open
-from runners.hardware import timing_setup
 from runners.report_pages import html_page, scale_note
+from runners.runinfo import experiment_facts, timing_setup
 
 
 def build(
@@ -40,7 +40,7 @@ def build(
         experiments: per planned experiment, ``summary`` (its CSV, ``scripts/summarise.py``)
             and ``reference`` (the method the summary times the others against, or None).
         infos: the ``info.json`` of every planned run; each names its experiment.
-        transformation: Figure 3's fit table (``runners.claims.transformation_table`` as
+        transformation: Figure 3's fit table (``runners.transformation.transformation_table`` as
             CSV), or None where Figure 3 was not made.
         tolerance: the summaries' tolerance (a fraction of the reference's final value).
 
@@ -64,7 +64,7 @@ def build(
 
 
 def method_setups(infos: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:
-    """Per method, the timing set-up its runs recorded (``runners.hardware.timing_setup``);
+    """Per method, the timing set-up its runs recorded (``runners.runinfo.timing_setup``);
     seeds of one method on different set-ups are joined with `` | ``."""
     setups: dict[str, set[str]] = defaultdict(set)
     for info in infos:

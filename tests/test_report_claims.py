@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import integrate, optimize, stats
 
-from runners import claims
+from runners import claims, runinfo, transformation
 from runners.claims import ExperimentResult
 
 REACH = "seconds_to_1pct_of_nuts"
@@ -109,28 +109,29 @@ def test_kl_to_log_gamma_matches_quadrature_and_is_least_at_the_optimum():
         return q.pdf(z) * (q.logpdf(z) - log_p)
 
     expected, _ = integrate.quad(integrand, mu - 12 * sigma, mu + 12 * sigma)
-    assert claims.kl_to_log_gamma(mu, sigma, a, b) == pytest.approx(expected, rel=1e-6)
-    best = optimize.minimize(lambda v: claims.kl_to_log_gamma(v[0], math.exp(v[1]), a, b),
+    assert transformation.kl_to_log_gamma(mu, sigma, a, b) == pytest.approx(expected, rel=1e-6)
+    best = optimize.minimize(lambda v: transformation.kl_to_log_gamma(v[0], math.exp(v[1]), a, b),
                              x0=[0.0, 0.0], tol=1e-12).x
-    mu_opt, sigma_opt = claims.kl_optimal_lognormal(a, b)
+    mu_opt, sigma_opt = transformation.kl_optimal_lognormal(a, b)
     assert best[0] == pytest.approx(mu_opt, abs=1e-5)
     assert math.exp(best[1]) == pytest.approx(sigma_opt, rel=1e-5)
 
 
 def test_e0_holds_at_the_kl_optimum_and_not_far_from_it():
     a, b = 10.0, 4.0
-    mu_opt, sigma_opt = claims.kl_optimal_lognormal(a, b)
-    close = claims.transformation_table({"a": a, "b": b, "mu": mu_opt + 0.01,
+    mu_opt, sigma_opt = transformation.kl_optimal_lognormal(a, b)
+    close = transformation.transformation_table({"a": a, "b": b, "mu": mu_opt + 0.01,
                                          "sigma": sigma_opt})
     assert claims.judge_transformation(close).held is True
-    far = claims.transformation_table({"a": a, "b": b, "mu": mu_opt + 0.3, "sigma": sigma_opt})
+    far = transformation.transformation_table({"a": a, "b": b, "mu": mu_opt + 0.3,
+                                               "sigma": sigma_opt})
     verdict = claims.judge_transformation(far)
     assert verdict.held is False and "exceeds its minimum" in verdict.reason
     assert "Gamma(10, 4)" in verdict.measured
 
 
 def test_the_table_lists_every_claim_and_marks_the_unplanned_ones_not_run():
-    fit = claims.transformation_table({"a": 10.0, "b": 4.0, "mu": 0.866, "sigma": 0.316})
+    fit = transformation.transformation_table({"a": 10.0, "b": 4.0, "mu": 0.866, "sigma": 0.316})
     experiments = [
         ExperimentResult("election88", "election88", summary(AGREEING, FAST_ADVI), "nuts",
                          0.01, False, "fetch election88"),
@@ -167,14 +168,14 @@ def test_experiment_facts_tell_the_stand_in_from_real_images():
 
     data = {"source": "imageclef", "name": "gmm_standin"}
     simulated = [info(None, data, None), info(500, data, None)]
-    model, minibatched, origin = claims.experiment_facts(simulated)
+    model, minibatched, origin = runinfo.experiment_facts(simulated)
     assert (model, minibatched) == ("gmm", True) and "simulated stand-in" in origin
     assert "datasets.simulate.gmm_standin" in origin  # which stand-in
     real = [info(None, data, "/data/clef")]
-    assert claims.experiment_facts(real) == ("gmm", False, "real images from /data/clef")
+    assert runinfo.experiment_facts(real) == ("gmm", False, "real images from /data/clef")
     assert claims.claim_of("gmm", minibatched=True) == "E6"
     with pytest.raises(ValueError, match="different models"):
-        claims.experiment_facts([info(None, {}, None),
+        runinfo.experiment_facts([info(None, {}, None),
                                  {"config": {"experiment": {"model": "x"}}}])
 
 
