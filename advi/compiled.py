@@ -43,7 +43,7 @@ from .algorithm import Algorithm, algorithm
 from .elbo import elbo_estimate
 from .families import Family
 from .laplace import LogDensityFunctions, log_density_functions
-from .multistart import multistart_laplace
+from .multistart import EXTRA_STARTS, multistart_laplace
 from .step import ADVIState, fresh_state
 from .target import Target
 from .xla_options import compile_options
@@ -250,15 +250,18 @@ class CompiledADVI:
             fns = LogDensityFunctions(done["value_and_grad"], done.get("precision"))
         return done["init"], done["begin"], fns, done["chunk"], elbo
 
-    def setup(self, rng_key: Array) -> tuple[tuple[Array, ...], ADVIState, StartInfo]:
+    def setup(self, rng_key: Array, extra_starts: int = EXTRA_STARTS
+              ) -> tuple[tuple[Array, ...], ADVIState, StartInfo]:
         """Keys (adapt, run, elbo), the initial state and how it was chosen (with the
-        Laplace start, L-BFGS runs here, on the host)."""
+        Laplace start, L-BFGS runs here, on the host, from the initial mean and from
+        ``extra_starts`` more inits: :func:`advi.multistart.multistart_laplace`)."""
         keys, params, batch_key = self.init_fn(rng_key)
         info = StartInfo(False, 0, math.nan)
         if self.laplace_fns is not None:
             seed = int(np.asarray(jax.random.key_data(batch_key)).ravel()[-1])
             start, note, warn = multistart_laplace(self.laplace_fns, self.family, params.mu,
-                                                   (batch_key, self.target.data), seed)
+                                                   (batch_key, self.target.data), seed,
+                                                   extra_starts)
             info = StartInfo(start.ok, start.steps, start.grad_norm, note, warn)
             if start.ok:
                 params = start.params

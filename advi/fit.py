@@ -146,7 +146,9 @@ def fit(
             "stan": U(-2, 2)); optimizer ("stan", an optax name or transform);
             khat_samples (draws for Pareto k-hat, 0 skips); start ("init" or "laplace");
             stop ("relative_elbo" or "rhat"); precondition (scale mean steps by q's sd);
-            fullrank_max_dim (largest K for family="fullrank", default 5,000).
+            fullrank_max_dim (largest K for family="fullrank", default 5,000);
+            laplace_starts (L-BFGS starts of the Laplace start, default 5;
+            :mod:`advi.multistart`).
 
     Returns:
         :class:`ADVIResult`; ``convergence_reason`` says which rule stopped the run.
@@ -181,7 +183,8 @@ def fit(
     compile_s = clock() - start
     logger.info("compiled in %.1f s", compile_s)
     start = clock()
-    (adapt_key, run_key, elbo_key), state0, start_info = compiled.setup(rng_key)
+    (adapt_key, run_key, elbo_key), state0, start_info = compiled.setup(
+        rng_key, extra_starts=o.laplace_starts - 1)
     if o.start == "laplace":
         logger.info("start: %s after %d L-BFGS steps (%.2f s)",
                     "Laplace" if bool(start_info.laplace) else "random (no usable mode)",

@@ -71,6 +71,9 @@ class Options:
         precondition: scale the mean's steps by q's standard deviations (full-rank: steps in
             the coordinates whitened by q).
         fullrank_max_dim: the largest K allowed with family="fullrank".
+        laplace_starts: L-BFGS starts of the Laplace start, >= 1: the one from the initial
+            mean and laplace_starts - 1 from U(-2, 2), which move the fit to a better mode
+            or warn of another mode of comparable mass (:mod:`advi.multistart`).
 
     Raises:
         ValueError: on construction (and :meth:`replace`), naming the first invalid option,
@@ -95,11 +98,12 @@ class Options:
     stop: str = "relative_elbo"
     precondition: bool = False
     fullrank_max_dim: int = 5000
+    laplace_starts: int = 5
 
     def __post_init__(self) -> None:
         _check_choice("family", self.family, tuple(FAMILIES))
         for name in ("grad_samples", "elbo_samples", "adapt_iter", "eval_elbo", "max_iter",
-                     "fullrank_max_dim"):
+                     "fullrank_max_dim", "laplace_starts"):
             _check_int(name, getattr(self, name))
         _check_int("khat_samples", self.khat_samples, minimum=0)
         _check_int("checkpoint_every", self.checkpoint_every, optional=True)

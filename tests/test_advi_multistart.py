@@ -69,3 +69,15 @@ def test_modes_of_comparable_mass_warn_with_the_numbers():
     with pytest.warns(RuntimeWarning, match=r"at least two modes .*log evidence \(Laplace\)"):
         advi.fit(mixture, y, 0.5, rng_key=jax.random.PRNGKey(0), preset="robust",
                  khat_samples=0)
+
+
+def test_laplace_starts_one_runs_the_first_start_only():
+    y = _mixture_data(0.7)
+    ends = set()
+    for seed in range(4):  # seeds 0 and 1 start in the swapped mode's basin
+        result = advi.fit(mixture, y, 0.7, rng_key=jax.random.PRNGKey(seed), preset="robust",
+                          khat_samples=0, laplace_starts=1)
+        ends.add(bool(np.asarray(result.params.mu)[0] < 0))
+    assert ends == {True, False}
+    with pytest.raises(ValueError, match="laplace_starts=0 must be an integer >= 1"):
+        advi.fit(mixture, y, 0.7, rng_key=jax.random.PRNGKey(0), laplace_starts=0)
