@@ -1,6 +1,8 @@
 """Full-rank steps whitened by q (advi.whitening, advi.elbo.whitened_elbo_grad): the robust
 full-rank fit recovers an ill-conditioned Gaussian posterior exactly, with finite draws."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,7 +10,12 @@ import pytest
 
 import advi
 from advi.elbo import whitened_elbo_grad
-from advi.whitening import MAX_LOG_DIAG_STEP, fullrank_problem, whitened_step
+from advi.whitening import (
+    MAX_LOG_DIAG_STEP,
+    checked_fullrank,
+    fullrank_problem,
+    whitened_step,
+)
 
 KEY = jax.random.PRNGKey(0)
 
@@ -83,3 +90,21 @@ def test_robust_fullrank_recovers_an_ill_conditioned_gaussian_with_finite_draws(
 ])
 def test_fullrank_problem_names_what_makes_q_unusable(params, problem):
     assert problem in fullrank_problem(params)
+
+
+def test_an_unusable_fullrank_q_falls_back_to_the_laplace_start_or_raises():
+    mean, cov, precision = _ill_conditioned_gaussian(3)
+    result = advi.fit(_target(mean, precision), rng_key=KEY, preset="robust",
+                      family="fullrank", khat_samples=0, max_iter=50)
+    start = result.params
+    broken = result.params._replace(L=result.params.L.at[1, 1].set(jnp.nan))
+    bad = dataclasses.replace(result, approximation=result.approximation._replace(
+        params=broken))
+    with pytest.warns(RuntimeWarning, match="entries of L are not finite.*Laplace start"):
+        fallback = checked_fullrank(bad, start)
+    assert fallback.params is start and not fallback.converged
+    assert fallback.convergence_reason == "fallback to the Laplace start"
+    assert "Laplace start" in fallback.warnings[-1]
+    with pytest.raises(advi.ADVIError, match="cannot be drawn from") as err:
+        checked_fullrank(bad, None)
+    assert err.value.result is bad
