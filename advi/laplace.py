@@ -15,19 +15,22 @@ Zhu 1995, through ``scipy.optimize.minimize``); only the log density's value and
 of compilation even on an eight-parameter model, more than the whole fit, and its float32
 iterates could not reach the mode of a posterior whose scales span 1e-3..1e4.
 
-The search runs in :data:`LAPLACE_STAGES` stages; each after the first works in coordinates
-whitened by the curvature where the previous one ended (zeta = zeta_prev + C u with
-C C^T = (-H)^-1 from its Cholesky factor, or the diagonal 1 / sqrt(-H_kk) where -H is not
-positive definite), in which a Gaussian posterior is N(0, I), and stops when every gradient
-coordinate is below MODE_SD_TOL / 10 there. The Hessian is formed exactly (``jax.hessian``)
-for K <= ``hessian_max_dim``; above that the scales stay at 1 (omega = 0), there is one
-stage, and only the mean moves to the mode. The start is refused (``ok`` False, and the
-caller falls back to its usual start) when -H is not positive definite, or when the Newton
-step (-H)^-1 grad is larger than :data:`MODE_SD_TOL` Laplace standard deviations
-(sqrt((-H)^-1_kk)) along some coordinate (scale-free, unlike a raw gradient norm). A mode
-that runs off to a boundary, as in a hierarchical funnel where the density grows without
-bound as a scale goes to 0, fails both. Above ``hessian_max_dim`` the test is
-||grad|| <= GRAD_RTOL max(1, |log p|).
+The search runs in :data:`LAPLACE_STAGES` stages; each works in coordinates whitened by the
+curvature where the previous one ended (the first: at the initial point, where -H is
+positive definite there; else unscaled) (zeta = zeta_prev + C u with C C^T = (-H)^-1 from
+its Cholesky factor, or the diagonal 1 / sqrt(-H_kk) where -H is not positive definite), in
+which a Gaussian posterior is N(0, I); each after the first stops when every gradient
+coordinate is below MODE_SD_TOL / 10 there. Whitening the first stage too cut a
+26-parameter regression with column scales 1e-3..1e4 from 502 L-BFGS steps (the first
+stage's cap) to 4. The Hessian is formed exactly (``jax.hessian``) for K <=
+``hessian_max_dim``; above that the scales stay at 1 (omega = 0), there is one stage, and
+only the mean moves to the mode. The start is refused (``ok`` False, and the caller falls
+back to its usual start) when -H is not positive definite, or when the Newton step (-H)^-1
+grad is larger than :data:`MODE_SD_TOL` Laplace standard deviations (sqrt((-H)^-1_kk))
+along some coordinate (scale-free, unlike a raw gradient norm). A mode that runs off to a
+boundary, as in a hierarchical funnel where the density grows without bound as a scale goes
+to 0, fails both. Above ``hessian_max_dim`` the test is ||grad|| <= GRAD_RTOL max(1, |log
+p|).
 """
 
 from __future__ import annotations
@@ -192,6 +195,11 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
     value_and_grad = _host(fns.value_and_grad, data, dtype)
     zeta, precision, steps = np.asarray(zeta0, np.float64), None, 0
     stages = LAPLACE_STAGES if fns.precision is not None else 1
+    if fns.precision is not None:  # the first stage too, where the curvature is definite
+        precision = np.asarray(fns.precision(_device(zeta, dtype), data), np.float64)
+        precision = 0.5 * (precision + precision.T)
+        if not _whitening(precision, zeta.size)[1]:
+            precision = None
     for stage in range(stages):
         whiten, _ = _whitening(precision, zeta.size)
 

@@ -102,7 +102,9 @@ def _mode(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any) -> 
 
 def _extra_modes(fns: LogDensityFunctions, start: LaplaceStart, family: Family, data: Any,
                  seed: int, extra_starts: int) -> tuple[list[np.ndarray], list[float], int]:
-    """The converged modes L-BFGS reaches from ``extra_starts`` U(-2, 2) inits that lie more
+    """The converged modes L-BFGS reaches from ``extra_starts`` U(-2, 2) inits (searching in
+    the coordinates scaled by q's start, zeta = init + C u with C its L or diag(sd), so
+    that an ill-conditioned posterior costs no more steps than a round one) that lie more
     than :data:`DISTINCT_SD` of q's start sds from ``start`` and from each other (for
     mean-field, the conditional sds 1 / sqrt(-H_kk)) with a log density within
     :data:`MULTIMODAL_NATS` of the start's, their log densities, and the iterations used
@@ -113,13 +115,22 @@ def _extra_modes(fns: LogDensityFunctions, start: LaplaceStart, family: Family, 
     rng = np.random.default_rng(seed)
     modes, log_p, steps = [], [], 0
 
+    scale = (np.tril(np.asarray(start.params.L, np.float64)) if family.name == "fullrank"
+             else np.diag(sd))
+
     def value_and_grad(zeta: np.ndarray) -> Any:
         return fns.value_and_grad(jnp.asarray(np.asarray(zeta, dtype)), data)
 
     floor = float(value_and_grad(here)[0]) - MULTIMODAL_NATS
     for _ in range(extra_starts):
-        zeta, converged, used = find_mode(value_and_grad, rng.uniform(-2.0, 2.0, here.size),
-                                          EXTRA_START_STEPS)
+        init = rng.uniform(-2.0, 2.0, here.size)
+
+        def whitened(u: np.ndarray, init: np.ndarray = init) -> Any:
+            value, grad = value_and_grad(init + scale @ u)
+            return value, scale.T @ np.asarray(grad, np.float64)
+
+        shift, converged, used = find_mode(whitened, np.zeros(here.size), EXTRA_START_STEPS)
+        zeta = init + scale @ shift
         steps += used
         value = float(value_and_grad(zeta)[0])
         if converged and value > floor and all(np.max(np.abs(zeta - seen) / sd) > DISTINCT_SD

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # models/ and datasets/ of this checkout
+if str(ROOT) not in sys.path:  # models/ and planning.datasets/ of this checkout
     sys.path.insert(0, str(ROOT))
 
 EIGHT_Y = (28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0)
@@ -86,11 +86,11 @@ def eight_schools_data(seed: int | None = None) -> tuple[Any, Any]:
 
 def e1_problem(seed: int, num_train: int, num_features: int) -> tuple[Any, tuple, tuple]:
     """E1 (paper Appendix F): ``(model, (X, y) training, (X, y) held-out)`` from
-    ``models.linreg_ard`` and ``datasets.simulate.linreg_ard(seed)`` (1,000 held-out rows)."""
+    ``models.linreg_ard`` and ``planning.datasets.simulate.linreg_ard(seed)`` (1,000 held-out rows)."""
     import jax.numpy as jnp
 
-    from datasets.simulate import linreg_ard as simulate
     from models.linreg_ard import model
+    from planning.datasets.simulate import linreg_ard as simulate
 
     a = simulate(seed, num_train=num_train, num_features=num_features)
     train = (jnp.asarray(a["X_train"]), jnp.asarray(a["y_train"]))

@@ -1,7 +1,7 @@
 """Speed and memory of stochastic ADVI on the E6 mixture (issue 4's performance targets).
 
 The Gaussian mixture of Figure 1b (``models.gmm``, K = 30, D = 576) on the simulated
-imageCLEF stand-in (250,000 training rows, ``datasets.simulate.gmm_standin``), minibatch
+imageCLEF stand-in (250,000 training rows, ``planning.datasets.simulate.gmm_standin``), minibatch
 size B in (50, 100, 500, 1000). Measures, in one process (see benchmarks/README.md):
 
 (d) per minibatch size B: ADVI seconds per iteration (the algorithm step with Stan's step-size
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 # The sibling benchmark's timers, and the shared helpers (importing them puts this
-# checkout's models/ and datasets/ on sys.path).
+# checkout's models/ and planning.datasets/ on sys.path).
 import bench_advi
 import bench_common as common
 
@@ -48,8 +48,8 @@ def peak_rss_gib() -> float:
 def load(path: Path) -> dict:
     """The training rows as ``{"x": (250,000, 576) float32}``, simulating the file first if
     it is missing."""
-    from datasets import simulate
     from models import gmm
+    from planning.datasets import simulate
 
     if not path.exists():
         print(f"simulating the stand-in data at {path} (once) ...", flush=True)

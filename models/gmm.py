@@ -107,7 +107,7 @@ def load(path: str | os.PathLike, *, seed: int, n_train: int, n_heldout: int) ->
     straight from the memory map into a JAX array.
 
     Args:
-        path: .npy file, (N, D) float32 (``datasets.simulate.gmm_standin`` writes one).
+        path: .npy file, (N, D) float32 (``planning.datasets.simulate.gmm_standin`` writes one).
         seed: numpy Generator seed of the training subset.
         n_train: training rows, 1..N - n_heldout.
         n_heldout: held-out rows (paper: 10,000).

@@ -4,7 +4,7 @@
     w_d | tau, alpha_d ~ N(0, 1 / (tau alpha_d))  (variance; sd 1 / sqrt(tau alpha_d)),
     y_n | x_n, w, tau ~ N(w^T x_n, 1 / tau),  n = 1..N.
 
-The data are simulated by ``datasets.simulate.linreg_ard`` and saved with
+The data are simulated by ``planning.datasets.simulate.linreg_ard`` and saved with
 ``numpy.savez(path, **arrays)``; ``load`` reads that file.
 """
 

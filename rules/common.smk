@@ -1,4 +1,4 @@
-# The plan of runs, composed from the Hydra config (runners/workflow.py), and the input
+# The plan of runs, composed from the Hydra config (planning/workflow.py), and the input
 # functions the rules use.
 import re
 import shlex
@@ -7,9 +7,9 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from runners.paths import fetched_data_dir, imageclef_data_dir, run_dir, simulated_data_dir
-from runners.estimate import plan_report
-from runners.workflow import plan_workflow
+from planning.paths import fetched_data_dir, imageclef_data_dir, run_dir, simulated_data_dir
+from planning.estimate import plan_report
+from planning.workflow import plan_workflow
 
 
 validate(config, "../conf/workflow.schema.yaml")
@@ -34,9 +34,9 @@ STANDIN_IMAGES = {
 }
 RUNS = {(run.scale, run.experiment, run.method, str(run.seed)): run for run in PLAN.runs}
 if workflow.is_main_process and config["scale"] == "paper":
-    # The runs, their budgets and how long they should take on --cores (runners/estimate.py).
+    # The runs, their budgets and how long they should take on --cores (planning/estimate.py).
     print(plan_report(PLAN.runs, workflow.resource_settings.cores or 1), file=sys.stderr)
-# Path patterns; runs and data are laid out by runners/paths.py, as scripts/fit.py does.
+# Path patterns; runs and data are laid out by planning/paths.py, as scripts/fit.py does.
 RUN_DIR = run_dir(RESULTS, "{scale}", "{experiment}", "{method}", "{seed}")
 SIMULATED = simulated_data_dir(RESULTS, "{dataset}") / "{stem}.npz"
 FETCHED = fetched_data_dir(RESULTS, "{dataset}")

@@ -1,7 +1,7 @@
 # The report beyond the accuracy figures: Figure 3 (E0, the transformation), each model's
 # NumPyro source beside its figure (the paper's Figure 2 and appendix code), the
 # reproduction table (claims.csv and its page claims.html: each claim of the paper, what
-# this run measured, whether it held here; criteria in runners/claims.py), and the page of
+# this run measured, whether it held here; criteria in analysis/claims.py), and the page of
 # the runs shown (runs.html: scale, seeds, scoring, data sizes, from their info.json).
 import importlib.util
 import shutil

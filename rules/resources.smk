@@ -1,4 +1,4 @@
-# What each fit job asks a cluster for, from its own run's config (runners/workflow.py's
+# What each fit job asks a cluster for, from its own run's config (planning/workflow.py's
 # RunJob): CPUs, wall time, memory and, when asked, GPUs. The SLURM profile
 # (profiles/slurm/config.yaml, docs/cluster.md) passes them to sbatch through
 # snakemake-executor-plugin-slurm; run locally (`--cores N`) only the CPUs matter. Any of
@@ -6,9 +6,9 @@
 import math
 import os
 
-from runners.estimate import wall_clock_limit
+from planning.estimate import wall_clock_limit
 
-# Wall time: the plan's worst case for the run (runners/estimate.py, wall_clock_limit): twice
+# Wall time: the plan's worst case for the run (planning/estimate.py, wall_clock_limit): twice
 # the budget, as checkpoint scoring runs off the budget's clock and can cost as much as the
 # iterations, plus 15 minutes for start-up, data loading, XLA compilation and the last
 # checkpoint past the budget (MCMC: one transition).
@@ -41,7 +41,7 @@ localrules:
 
 def fit_runtime_min(wildcards):
     """The fit's wall-time limit in minutes (SLURM's --time): the plan's worst case for its
-    budget (`budget_s`, seconds; runners/estimate.py's wall_clock_limit), rounded up.
+    budget (`budget_s`, seconds; planning/estimate.py's wall_clock_limit), rounded up.
 
     Raises:
         ValueError: the run has no finite budget (the limit would be unbounded).

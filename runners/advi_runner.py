@@ -17,12 +17,11 @@ from typing import Any
 import jax
 
 import advi
-
-from .checkpoint import record_checkpoint
-from .config import AdviConfig
-from .posterior import PosteriorMean
-from .scoring import LogLikelihood, RunningLogMeanExp
-from .trace import TraceWriter
+from planning.config import AdviConfig
+from runners.checkpoint import record_checkpoint
+from runners.posterior import PosteriorMean
+from runners.scoring import LogLikelihood, RunningLogMeanExp
+from runners.trace import TraceWriter
 
 logger = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .posterior import PosteriorMean
-from .scoring import LogLikelihood, RunningLogMeanExp, score_draws
-from .trace import TraceWriter
+from runners.posterior import PosteriorMean
+from runners.scoring import LogLikelihood, RunningLogMeanExp, score_draws
+from runners.trace import TraceWriter
 
 
 def record_checkpoint(

@@ -52,13 +52,12 @@ from numpyro.infer.initialization import init_to_uniform, init_to_value
 from numpyro.infer.util import initialize_model
 
 import advi
-
-from .checkpoint import record_checkpoint
-from .config import McmcConfig, NutsConfig
-from .posterior import PosteriorMean
-from .scoring import LogLikelihood, RunningLogMeanExp
-from .stopwatch import Stopwatch
-from .trace import TraceWriter
+from planning.config import McmcConfig, NutsConfig
+from runners.checkpoint import record_checkpoint
+from runners.posterior import PosteriorMean
+from runners.scoring import LogLikelihood, RunningLogMeanExp
+from runners.stopwatch import Stopwatch
+from runners.trace import TraceWriter
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .files import atomic_open
+from planning.files import atomic_open
 
 
 class PosteriorMean:

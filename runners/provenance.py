@@ -11,7 +11,7 @@ from typing import Any
 
 import jax
 
-from .paths import REPO_ROOT
+from planning.paths import REPO_ROOT
 
 PACKAGES = ("jax", "jaxlib", "numpyro", "optax", "numpy", "scipy", "hydra-core", "omegaconf")
 

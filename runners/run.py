@@ -12,19 +12,18 @@ from typing import Any
 import jax
 
 import models
-
-from .advi_runner import run_advi
-from .config import AdviConfig, Config
-from .cpus import cpu_share
-from .data import describe_data, load_problem, prepare_data
-from .files import partial_path, staged_dir, write_json
-from .interrupt import Interrupted, StopRequest, stop_on_signals
-from .mcmc_runner import run_mcmc
-from .posterior import PosteriorMean
-from .provenance import environment
-from .scoring import make_log_likelihood
-from .trace import TraceWriter
-from .xla import fast_compile
+from planning.config import AdviConfig, Config
+from planning.data import describe_data, load_problem, prepare_data
+from planning.files import partial_path, staged_dir, write_json
+from runners.advi_runner import run_advi
+from runners.cpus import cpu_share
+from runners.interrupt import Interrupted, StopRequest, stop_on_signals
+from runners.mcmc_runner import run_mcmc
+from runners.posterior import PosteriorMean
+from runners.provenance import environment
+from runners.scoring import make_log_likelihood
+from runners.trace import TraceWriter
+from runners.xla import fast_compile
 
 logger = logging.getLogger(__name__)
 
@@ -53,13 +52,13 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
     :mod:`runners.posterior`) and info.json (at the end).
 
     The run writes into a fresh folder that replaces the run's folder only when it
-    finishes (:func:`runners.files.staged_dir`); a run that stops early leaves the old
+    finishes (:func:`planning.files.staged_dir`); a run that stops early leaves the old
     folder as it was and its own files in ``seed<k>.partial``, with an ``info.json`` whose
     ``status`` says why. SIGINT or SIGTERM stops the run at its next checkpoint
     (:mod:`runners.interrupt`).
 
     Args:
-        run: the checked config (:func:`runners.config.to_run`).
+        run: the checked config (:func:`planning.config.to_run`).
         resolved_config: the same config as plain containers, recorded in info.json.
 
     The process is first pinned to its share of CPUs (``run.cores``,

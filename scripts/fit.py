@@ -4,7 +4,7 @@
     python scripts/fit.py -m experiment=linreg_ard method=advi method.grad_samples=1,10
 
 Writes ``<results_dir>/runs/<scale>/<experiment>/<method>/seed<k>/{trace.csv,info.json}``;
-the options are in ``conf/`` and ``runners/config.py``.
+the options are in ``conf/`` and ``planning/config.py``.
 
 Ctrl-C (SIGINT) or SIGTERM stops the run at its next checkpoint, keeps it as
 ``seed<k>.partial`` and exits with 130 or 143; a second Ctrl-C stops at once. The run gets
@@ -21,8 +21,8 @@ import sys
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from runners.cli import check_choices, fail
-from runners.config import register, to_run
+from planning.cli import check_choices, fail
+from planning.config import register, to_run
 from runners.interrupt import Interrupted, die_with_parent
 from runners.run import execute
 

@@ -5,9 +5,9 @@
     python scripts/plan.py --measure results       # clock seconds of a real run's runs
 
 Prints every planned run with its cores, budget, estimate and worst case, then the hours
-on each number of cores (runners/estimate.py). ``--measure`` prints, as the YAML of
+on each number of cores (planning/estimate.py). ``--measure`` prints, as the YAML of
 ``conf/estimates.yaml``, the clock and wall-clock seconds and budget of the paper-scale runs
-under a results folder, to refresh the estimates from (runners/estimate.py).
+under a results folder, to refresh the estimates from (planning/estimate.py).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import yaml
 
-from runners.estimate import estimate_runs, plan_table, read_estimates, summary_line
-from runners.paths import REPO_ROOT
-from runners.workflow import plan_workflow
+from planning.estimate import estimate_runs, plan_table, read_estimates, summary_line
+from planning.paths import REPO_ROOT
+from planning.workflow import plan_workflow
 
 
 def measured(results_dir: Path) -> dict[str, dict[str, dict[str, dict[str, float]]]]:

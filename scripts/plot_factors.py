@@ -29,7 +29,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from runners.files import atomic_open  # noqa: E402
+from planning.files import atomic_open  # noqa: E402
 from runners.posterior import read_posterior_mean  # noqa: E402
 
 

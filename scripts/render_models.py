@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import models
-from runners.files import atomic_open
+from planning.files import atomic_open
 
 PLUMBING = ("models._checks", "models._plate")
 """Helper modules left out of the page: argument checks and row gathering, not the model."""

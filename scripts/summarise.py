@@ -2,19 +2,19 @@
 
 Reads exactly the rule's inputs: ``traces`` and ``infos`` (how each run ended, its scale,
 scoring and data) of the experiment's planned runs. Writes the table as CSV (columns: see
-``runners.summary.summary_table``) and as the report's full-width page, which also says at
+``analysis.summary.summary_table``) and as the report's full-width page, which also says at
 which scale the runs ran, how each method was scored and on which data, all from the runs'
-``info.json`` (``runners.report_pages``).
+``info.json`` (``analysis.report_pages``).
 """
 
 import json
 import logging
 from pathlib import Path
 
-from runners.figures import fill_title
-from runners.files import atomic_open
-from runners.report_pages import data_lines, draws_setting, html_page, scale_note
-from runners.summary import read_endings, read_traces, summary_table
+from analysis.figures import fill_title
+from analysis.report_pages import data_lines, draws_setting, html_page, scale_note
+from analysis.summary import read_endings, read_traces, summary_table
+from planning.files import atomic_open
 
 
 def scoring_lines(infos: list[dict]) -> list[str]:

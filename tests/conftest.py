@@ -12,7 +12,7 @@ from runners.xla import fast_compile  # noqa: E402
 
 fast_compile()  # before any JAX computation; the workflow tests' subprocesses inherit it
 
-from datasets import fetch as fetching  # noqa: E402  (after JAX's platform is set)
+from planning.datasets import fetch as fetching  # noqa: E402  (after JAX's platform is set)
 
 
 def skip_unless_fetchable(folder):

@@ -11,9 +11,9 @@ import yaml
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 
-from runners.config import AdviConfig, HmcConfig, NutsConfig, register, to_run
-from runners.paths import REPO_ROOT
-from runners.workflow import CONF_DIR, expand_sweeps, plan_workflow, refuse_shared_folders
+from planning.config import AdviConfig, HmcConfig, NutsConfig, register, to_run
+from planning.paths import REPO_ROOT
+from planning.workflow import CONF_DIR, expand_sweeps, plan_workflow, refuse_shared_folders
 
 EXPERIMENTS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
 SCALES = sorted(p.stem for p in (CONF_DIR / "scale").glob("*.yaml"))

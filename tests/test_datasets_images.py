@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from datasets import images
+from planning.datasets import images
 
 
 def test_rgb_histograms_of_generated_images(tmp_path):

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from datasets import images, procedural, simulate
 from models import gmm
+from planning.datasets import images, procedural, simulate
 
 
 def test_linreg_ard_shapes_truth_and_noise():

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from runners.paths import REPO_ROOT, run_dir
+from planning.paths import REPO_ROOT, run_dir
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
 # E1 at smoke scale with ADVI: finished in seconds; LONG makes a rerun run for minutes.

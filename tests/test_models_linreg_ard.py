@@ -7,8 +7,8 @@ from numpyro import handlers
 from numpyro.infer.util import log_density
 from scipy import stats
 
-from datasets import simulate
 from models import linreg_ard
+from planning.datasets import simulate
 
 RNG = np.random.default_rng(0)
 N, D, S = 40, 6, 5

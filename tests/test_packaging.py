@@ -2,7 +2,7 @@
 
 import re
 
-from runners.paths import REPO_ROOT
+from planning.paths import REPO_ROOT
 
 
 def test_the_snakefiles_min_version_is_pyprojects_snakemake_pin():

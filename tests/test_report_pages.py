@@ -1,9 +1,9 @@
-"""The report's full-width pages (runners/report_pages.py): every fact they state about the
+"""The report's full-width pages (analysis/report_pages.py): every fact they state about the
 runs comes from the runs' info.json, and the tables are plain, escaped HTML."""
 
 import pytest
 
-from runners.report_pages import data_lines, html_page, runs_table, scale_note
+from analysis.report_pages import data_lines, html_page, runs_table, scale_note
 
 
 def info(method="advi_M1", seed=0, scale="smoke", **extra):

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 import models
-from runners.paths import REPO_ROOT
-from runners.summary import summary_table
+from analysis.summary import summary_table
+from planning.paths import REPO_ROOT
 
 SCRIPTS = REPO_ROOT / "scripts"
 GRAPHVIZ = importlib.util.find_spec("graphviz") is not None and shutil.which("dot") is not None

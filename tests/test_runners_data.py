@@ -12,13 +12,13 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from PIL import Image
 
-from datasets import images
 from models import gmm
-from runners.config import register, to_run
-from runners.data import data_path, describe_data, imageclef_features, prepare_data
-from runners.paths import REPO_ROOT
+from planning.config import register, to_run
+from planning.data import data_path, describe_data, imageclef_features, prepare_data
+from planning.datasets import images
+from planning.paths import REPO_ROOT
+from planning.workflow import CONF_DIR, plan_workflow
 from runners.run import execute
-from runners.workflow import CONF_DIR, plan_workflow
 
 NUM_IMAGES, NUM_HELDOUT = 12, 4
 

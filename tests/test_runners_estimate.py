@@ -4,7 +4,7 @@ from typing import NamedTuple
 
 import pytest
 
-from runners.estimate import (
+from planning.estimate import (
     Measured,
     estimate_runs,
     makespan,

@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from runners.files import atomic_open, partial_path, staged_dir, write_json
+from planning.files import atomic_open, partial_path, staged_dir, write_json
 
 
 def write(folder, **files):

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from runners.summary import (
+from analysis.summary import (
     mean_curves,
     method_order,
     read_endings,

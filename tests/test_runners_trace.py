@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from runners.files import atomic_open, write_json
+from planning.files import atomic_open, write_json
 from runners.trace import TraceWriter
 
 

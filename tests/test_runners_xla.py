@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from runners.paths import REPO_ROOT
+from planning.paths import REPO_ROOT
 from runners.xla import FAST_COMPILE_FLAGS, fast_compile
 
 
@@ -32,8 +32,8 @@ def test_importing_what_a_run_imports_leaves_xla_unstarted():
     # imports (runners.run.execute sets it) still counts only if no import computed
     # anything with JAX. An unknown flag set at that point must therefore stop XLA.
     code = ("import os, sys; sys.argv = ['fit.py'];"
-            "import runners.run, runners.cli, runners.config, runners.interrupt, hydra;"
-            "runners.config.register();"
+            "import runners.run, planning.cli, planning.config, runners.interrupt, hydra;"
+            "planning.config.register();"
             "os.environ['XLA_FLAGS'] = '--xla_no_such_flag_for_this_test';"
             "import jax.numpy as jnp; print(jnp.ones(1) + 1)")
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}

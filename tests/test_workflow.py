@@ -14,9 +14,9 @@ import pytest
 import yaml
 from PIL import Image
 
-from runners.figures import fill_title
-from runners.paths import REPO_ROOT
-from runners.summary import read_traces
+from analysis.figures import fill_title
+from analysis.summary import read_traces
+from planning.paths import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 sys.path.insert(0, str(REPO_ROOT / "tests"))
@@ -40,7 +40,7 @@ EXPERIMENTS = {  # experiment: (accuracy figure, methods in the experiment's ord
 FACTORS = {"gamma_poisson_nmf": "fig5c_gamma_poisson_factors",
            "dirichlet_exponential_nmf": "fig5d_dirichlet_exponential_factors"}
 RUNS = [(e, m) for e, (_, methods, _) in EXPERIMENTS.items() for m in methods]
-HEADER_RGB = (0xEE, 0xF1, 0xF5)  # th's background in runners/report_pages.py
+HEADER_RGB = (0xEE, 0xF1, 0xF5)  # th's background in analysis/report_pages.py
 ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
 # The tests of the smoke run share one worker under pytest-xdist (the fixture runs once).
 ON_SMOKE_WORKER = pytest.mark.xdist_group("smoke_workflow")
@@ -84,7 +84,7 @@ def test_every_run_leaves_a_trace_a_posterior_mean_and_an_info_json(smoke, exper
     assert {"experiment", "method", "seed", "iteration", "wall_s", "heldout_lpd"} <= set(
         trace.columns)
     assert (trace["experiment"] == experiment).all() and (trace["method"] == method).all()
-    # finite everywhere: the mixture's histograms are dequantised (datasets.images), so no
+    # finite everywhere: the mixture's histograms are dequantised (planning.datasets.images), so no
     # component can collapse onto the exact zeros of many images (robust ADVI did: +inf)
     assert (np.isfinite(trace["heldout_lpd"])).all()
     if experiment not in ("gmm", "gmm_minibatch"):  # discrete data, or the regression's noise

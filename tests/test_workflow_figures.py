@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from runners.paths import REPO_ROOT
+from planning.paths import REPO_ROOT
 from runners.posterior import PosteriorMean
 
 SCRIPT = REPO_ROOT / "scripts" / "plot_factors.py"
@@ -48,12 +48,12 @@ def test_the_script_draws_a_posterior_mean_file_to_png_and_pdf(tmp_path):
     assert missing.returncode != 0 and "has no site 'gamma'" in missing.stderr
 
 
-# ---- the accuracy figures (scripts/plot_accuracy.py, runners/figures.py) ----------------------
+# ---- the accuracy figures (scripts/plot_accuracy.py, analysis/figures.py) ----------------------
 
 import pandas as pd  # noqa: E402
 
-from runners.figures import fill_title, split_off_axis, time_ticks  # noqa: E402
-from runners.summary import final_rows, mean_curves  # noqa: E402
+from analysis.figures import fill_title, split_off_axis, time_ticks  # noqa: E402
+from analysis.summary import final_rows, mean_curves  # noqa: E402
 
 plot_accuracy = pytest.importorskip("plot_accuracy")
 

@@ -26,9 +26,8 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 import advi
-
-from .naming import advi_run_name, mcmc_run_name
-from .paths import CONF_DIR, run_dir
+from planning.naming import advi_run_name, mcmc_run_name
+from planning.paths import CONF_DIR, run_dir
 
 
 def _check(obj: object, name: str, ok: Callable[[Any], bool], requirement: str) -> None:
@@ -81,10 +80,10 @@ class DataConfig:
     """Where an experiment's data come from.
 
     Attributes:
-        source: ``simulate`` (``datasets.simulate.<name>(seed, **simulate)``, an .npz),
-            ``fetch`` (``datasets.fetch.fetch(name, ...)``, sha256-checked) or ``imageclef``
+        source: ``simulate`` (``planning.datasets.simulate.<name>(seed, **simulate)``, an .npz),
+            ``fetch`` (``planning.datasets.fetch.fetch(name, ...)``, sha256-checked) or ``imageclef``
             (the 576-dimensional colour histograms of E5 and E6 as a float32 .npy: a
-            simulated stand-in, ``datasets.simulate.<name>(seed, **simulate)``, unless the
+            simulated stand-in, ``planning.datasets.simulate.<name>(seed, **simulate)``, unless the
             run's ``data.image_dir`` names a folder of real images, see :class:`DataOptions`).
         name: the simulator or data set name.
         seed: seed of the simulation and of the train/held-out split (fixed per experiment,
@@ -109,7 +108,7 @@ class DataOptions:
 
     Attributes:
         image_dir: a folder of .png/.jpg images; experiments with ``data.source: imageclef``
-            (E5, E6) then use the RGB histograms of these images (``datasets.images``,
+            (E5, E6) then use the RGB histograms of these images (``planning.datasets.images``,
             standardised with the training rows' mean and sd) instead of the simulated
             stand-in. Rows are the images in file-name order, the last ``n_heldout`` held
             out. Other experiments ignore it. None: the simulated stand-in (PAPER.md).
@@ -188,7 +187,7 @@ class ExperimentConfig:
         figure: file stem of its figure under ``results/figures`` (e.g. ``fig4a_linreg_ard``).
         title: the figure's title (the paper's panel caption); ``{n_train}``-style fields
             are filled with the data sizes the plotted runs recorded in their info.json
-            (``runners.figures.fill_title``), so a smoke run's title gives its own sizes.
+            (``analysis.figures.fill_title``), so a smoke run's title gives its own sizes.
         claim: the paper's claim, quoted in the report's caption.
         data: where the data come from.
         methods: the methods compared, each a list of Hydra overrides
@@ -413,7 +412,7 @@ class Config:
         results_dir: root of all outputs (data, runs, figures).
         mirror_dir: folder with local copies of the real data sets; null uses
             ``<repo>/../shared/data`` when it exists, else the upstream URLs
-            (``datasets.fetch``).
+            (``planning.datasets.fetch``).
         data: run-wide data options (``data.image_dir``: real images for E5 and E6).
         cores: the CPUs the run uses; the workflow runs as many fits side by side as
             ``--cores`` allows, each pinned to its own (:mod:`runners.cpus`).
@@ -435,7 +434,7 @@ class Config:
         _check(self, "seed", lambda v: v >= 0, "an integer >= 0")
 
     def run_dir(self, seed: int | None = None) -> Path:
-        """The run's folder (:func:`runners.paths.run_dir`); ``seed``: another seed's run
+        """The run's folder (:func:`planning.paths.run_dir`); ``seed``: another seed's run
         of the same configuration (default: this run's seed)."""
         return run_dir(self.results_dir, self.scale.name, self.experiment.name,
                        self.method.run_name(), self.seed if seed is None else seed)

@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from datasets import images, procedural
+from planning.datasets import images, procedural
 
 NOISE_PRECISION = 1.0
 """tau of the simulated regression: the noise of y_n has standard deviation 1."""
@@ -122,14 +122,14 @@ def image_standin(
 ) -> Path:
     """The imageCLEF stand-in from procedural images, through the real-image feature path.
 
-    ``datasets.procedural.image_batches(seed, num_train + num_heldout)`` generates the
+    ``planning.datasets.procedural.image_batches(seed, num_train + num_heldout)`` generates the
     images (colour fields, gradients and blobs from per-image palettes, shading, texture,
     noise; a share near-grey, a share saturated; sizes per batch), in memory only: none is
-    written as an image file. Each batch goes through ``datasets.images.batch_histograms``,
+    written as an image file. Each batch goes through ``planning.datasets.images.batch_histograms``,
     the function that gives a real image (``data.image_dir``) its 576 R, G, B histogram
-    bins, dequantised as real images' are (``datasets.images.dequantisation_rng(seed)``),
+    bins, dequantised as real images' are (``planning.datasets.images.dequantisation_rng(seed)``),
     and the rows are standardised with the mean and sd of the training rows as real
-    images' are (``datasets.images.standardise``'s rule, by streamed sums). Row i is image i.
+    images' are (``planning.datasets.images.standardise``'s rule, by streamed sums). Row i is image i.
 
     Args:
         seed: numpy Generator seed of the images.
@@ -158,7 +158,7 @@ def write_standardised(blocks: Iterable[np.ndarray], out_path: str | os.PathLike
     Two passes over the file, so memory stays at a block or two: the blocks are written as
     they come while the sums of the first ``num_train`` rows accumulate (float64), then every
     row becomes ``(x - mean) / sd`` with the training rows' mean and sd (a dimension constant
-    over them is only centred, as ``datasets.images.standardise`` does). The file appears at
+    over them is only centred, as ``planning.datasets.images.standardise`` does). The file appears at
     ``out_path`` only when complete.
 
     Args:

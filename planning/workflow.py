@@ -7,7 +7,7 @@ seeds. Overrides may sweep (``method.grad_samples=1,10``) exactly as ``fit.py -m
 in the workflow's overrides and in an experiment's method lists (E6:
 ``method.minibatch_size=50,100,500,1000``), and an override that picks the method group
 (``method=advi``) replaces the experiment's list of methods. Every composed config is
-checked (:func:`runners.config.to_run`) here, so a bad value fails when the workflow starts,
+checked (:func:`planning.config.to_run`) here, so a bad value fails when the workflow starts,
 before any job runs.
 """
 
@@ -21,9 +21,9 @@ from typing import Any, NamedTuple
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from .config import Config, register, to_run
-from .data import data_path, heldout_rows
-from .paths import CONF_DIR
+from planning.config import Config, register, to_run
+from planning.data import data_path, heldout_rows
+from planning.paths import CONF_DIR
 
 
 class DataJob(NamedTuple):
@@ -67,7 +67,7 @@ class RunJob(NamedTuple):
 
 
 class FactorsPlan(NamedTuple):
-    """A figure of fitted factors (:class:`runners.config.FactorsConfig`) and the run it
+    """A figure of fitted factors (:class:`planning.config.FactorsConfig`) and the run it
     draws: ``posterior_mean`` is that run's ``posterior_mean.npz``; when ``top_frames`` > 0,
     ``data`` is the run's data folder (made by the data rules) and ``frames_file`` the file in
     it whose rows are shown beside each factor (else both None)."""
@@ -167,7 +167,7 @@ def expand_sweeps(overrides: Sequence[str]) -> list[list[str]]:
 class RunFolders:
     """The run folders of a set of runs (a workflow's, a ``fit.py -m`` sweep's), each
     claimed by one run: a second run in a folder is refused, naming the settings that tell
-    the two apart, which the folder name (:func:`runners.paths.run_dir`) does not record."""
+    the two apart, which the folder name (:func:`planning.paths.run_dir`) does not record."""
 
     def __init__(self) -> None:
         self._overrides: dict[Path, tuple[str, ...]] = {}
@@ -192,7 +192,7 @@ class RunFolders:
             f"two runs would write {folder}: {' '.join(earlier)} and {' '.join(overrides)}; "
             f"they differ in {', '.join(differ)}, which the folder name does not record; "
             "to sweep over it, record it in the method's folder name (run_name() in "
-            "runners/config.py) or give each value its own results_dir"
+            "planning/config.py) or give each value its own results_dir"
         )
 
 

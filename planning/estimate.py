@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import yaml
 
-from .paths import CONF_DIR
+from planning.paths import CONF_DIR
 
 ESTIMATES_FILE = CONF_DIR / "estimates.yaml"
 """Measured seconds per experiment and method at paper scale."""
@@ -89,7 +89,7 @@ def read_estimates(path: str | Path = ESTIMATES_FILE) -> dict[str, dict[str, Mea
 def estimate_runs(runs: Iterable[object], typical: Mapping[str, Mapping[str, Measured]]
                   ) -> list[RunEstimate]:
     """:class:`RunEstimate` of each planned run (objects with ``experiment``, ``method``,
-    ``cores`` and ``budget_s``, as :class:`runners.workflow.RunJob`)."""
+    ``cores`` and ``budget_s``, as :class:`planning.workflow.RunJob`)."""
     out = []
     for run in runs:
         worst = wall_clock_limit(run.budget_s)
