@@ -86,7 +86,8 @@ def eight_schools_data(seed: int | None = None) -> tuple[Any, Any]:
 
 def e1_problem(seed: int, num_train: int, num_features: int) -> tuple[Any, tuple, tuple]:
     """E1 (paper Appendix F): ``(model, (X, y) training, (X, y) held-out)`` from
-    ``models.linreg_ard`` and ``planning.datasets.simulate.linreg_ard(seed)`` (1,000 held-out rows)."""
+    ``models.linreg_ard`` and ``planning.datasets.simulate.linreg_ard(seed)`` (1,000
+    held-out rows)."""
     import jax.numpy as jnp
 
     from models.linreg_ard import model

@@ -80,11 +80,12 @@ class DataConfig:
     """Where an experiment's data come from.
 
     Attributes:
-        source: ``simulate`` (``planning.datasets.simulate.<name>(seed, **simulate)``, an .npz),
-            ``fetch`` (``planning.datasets.fetch.fetch(name, ...)``, sha256-checked) or ``imageclef``
-            (the 576-dimensional colour histograms of E5 and E6 as a float32 .npy: a
-            simulated stand-in, ``planning.datasets.simulate.<name>(seed, **simulate)``, unless the
-            run's ``data.image_dir`` names a folder of real images, see :class:`DataOptions`).
+        source: ``simulate`` (``planning.datasets.simulate.<name>(seed, **simulate)``, an
+            .npz), ``fetch`` (``planning.datasets.fetch.fetch(name, ...)``, sha256-checked)
+            or ``imageclef`` (the 576-dimensional colour histograms of E5 and E6 as a
+            float32 .npy: a simulated stand-in, ``planning.datasets.simulate.<name>(seed,
+            **simulate)``, unless the run's ``data.image_dir`` names a folder of real
+            images, see :class:`DataOptions`).
         name: the simulator or data set name.
         seed: seed of the simulation and of the train/held-out split (fixed per experiment,
             so that runs with different seeds compare methods on the same data).

@@ -91,7 +91,8 @@ def describe_data(run: Config) -> str:
 
 
 def simulate(name: str, seed: int, kwargs: dict[str, Any], path: Path) -> Path:
-    """Writes ``planning.datasets.simulate.<name>(seed, **kwargs)`` to ``path`` (.npz), atomically."""
+    """Writes ``planning.datasets.simulate.<name>(seed, **kwargs)`` to ``path`` (.npz),
+    atomically."""
     arrays = getattr(planning.datasets.simulate, name)(seed, **kwargs)
     with atomic_open(path, "wb") as f:
         np.savez(f, **arrays)

@@ -129,7 +129,8 @@ def image_standin(
     the function that gives a real image (``data.image_dir``) its 576 R, G, B histogram
     bins, dequantised as real images' are (``planning.datasets.images.dequantisation_rng(seed)``),
     and the rows are standardised with the mean and sd of the training rows as real
-    images' are (``planning.datasets.images.standardise``'s rule, by streamed sums). Row i is image i.
+    images' are (``planning.datasets.images.standardise``'s rule, by streamed sums). Row i
+    is image i.
 
     Args:
         seed: numpy Generator seed of the images.
@@ -158,8 +159,8 @@ def write_standardised(blocks: Iterable[np.ndarray], out_path: str | os.PathLike
     Two passes over the file, so memory stays at a block or two: the blocks are written as
     they come while the sums of the first ``num_train`` rows accumulate (float64), then every
     row becomes ``(x - mean) / sd`` with the training rows' mean and sd (a dimension constant
-    over them is only centred, as ``planning.datasets.images.standardise`` does). The file appears at
-    ``out_path`` only when complete.
+    over them is only centred, as ``planning.datasets.images.standardise`` does). The file
+    appears at ``out_path`` only when complete.
 
     Args:
         blocks: (n_i, dim) arrays whose rows, in order, are the file's ``num_rows`` rows.
