@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+
 
 @contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]:
@@ -138,3 +140,10 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def read_posterior_mean(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """The arrays of a run's ``posterior_mean.npz`` (written by
+    ``runners.posterior.PosteriorMean``): one per latent site, ``num_draws`` and meta."""
+    with np.load(path) as data:
+        return {key: data[key] for key in data.files}

@@ -66,9 +66,3 @@ class PosteriorMean:
         arrays.update({key: np.asarray(value) for key, value in meta.items()})
         with atomic_open(self.path, "wb") as f:
             np.savez(f, **arrays)
-
-
-def read_posterior_mean(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """The arrays of a ``posterior_mean.npz`` (sites, ``num_draws`` and meta)."""
-    with np.load(path) as data:
-        return {key: data[key] for key in data.files}

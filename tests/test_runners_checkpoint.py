@@ -4,8 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from planning.files import read_posterior_mean
 from runners.checkpoint import record_checkpoint
-from runners.posterior import PosteriorMean, read_posterior_mean
+from runners.posterior import PosteriorMean
 from runners.scoring import RunningLogMeanExp, heldout_lpd
 from runners.trace import TraceWriter
 

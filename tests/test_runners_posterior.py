@@ -7,9 +7,10 @@ import pytest
 from test_runners_protocol import Y_TRAIN, log_likelihood, model
 
 from planning.config import AdviConfig, NutsConfig
+from planning.files import read_posterior_mean
 from runners.advi_runner import run_advi
 from runners.mcmc_runner import run_mcmc
-from runners.posterior import PosteriorMean, read_posterior_mean
+from runners.posterior import PosteriorMean
 from runners.trace import TraceWriter
 
 
