@@ -17,7 +17,7 @@ from typing import Any
 import jax
 
 import advi
-from planning.config import AdviConfig
+from planning.methods import AdviConfig
 from runners.checkpoint import record_checkpoint
 from runners.posterior import PosteriorMean
 from runners.scoring import LogLikelihood, RunningLogMeanExp

@@ -52,7 +52,7 @@ from numpyro.infer.initialization import init_to_uniform, init_to_value
 from numpyro.infer.util import initialize_model
 
 import advi
-from planning.config import McmcConfig, NutsConfig
+from planning.methods import McmcConfig, NutsConfig
 from runners.checkpoint import record_checkpoint
 from runners.posterior import PosteriorMean
 from runners.scoring import LogLikelihood, RunningLogMeanExp

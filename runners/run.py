@@ -12,7 +12,8 @@ from typing import Any
 import jax
 
 import models
-from planning.config import AdviConfig, Config
+from planning.config import Config
+from planning.methods import AdviConfig
 from planning.data import describe_data, load_problem, prepare_data
 from planning.files import partial_path, staged_dir, write_json
 from runners.advi_runner import run_advi

@@ -11,7 +11,8 @@ import yaml
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 
-from planning.config import AdviConfig, HmcConfig, NutsConfig, register, to_run
+from planning.config import register, to_run
+from planning.methods import AdviConfig, HmcConfig, NutsConfig
 from planning.paths import REPO_ROOT
 from planning.workflow import CONF_DIR, expand_sweeps, plan_workflow, refuse_shared_folders
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from test_runners_protocol import Y_TRAIN, log_likelihood, model
 
-from planning.config import AdviConfig, NutsConfig
+from planning.methods import AdviConfig, NutsConfig
 from planning.files import read_posterior_mean
 from runners.advi_runner import run_advi
 from runners.mcmc_runner import run_mcmc

@@ -20,7 +20,7 @@ import pytest
 from numpyro.infer.util import initialize_model
 from scipy.stats import norm
 
-from planning.config import AdviConfig, HmcConfig, NutsConfig
+from planning.methods import AdviConfig, HmcConfig, NutsConfig
 from runners import mcmc_runner
 from runners.advi_runner import run_advi
 from runners.mcmc_runner import _affordable, _make_chunk, _starting_point, chunk_plan, run_mcmc
