@@ -13,9 +13,9 @@ import jax
 
 import models
 from planning.config import Config
-from planning.methods import AdviConfig
 from planning.data import describe_data, load_problem, prepare_data
 from planning.files import partial_path, staged_dir, write_json
+from planning.methods import AdviConfig
 from runners.advi_runner import run_advi
 from runners.cpus import cpu_share
 from runners.interrupt import Interrupted, StopRequest, stop_on_signals

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from test_runners_protocol import Y_TRAIN, log_likelihood, model
 
-from planning.methods import AdviConfig, NutsConfig
 from planning.files import read_posterior_mean
+from planning.methods import AdviConfig, NutsConfig
 from runners.advi_runner import run_advi
 from runners.mcmc_runner import run_mcmc
 from runners.posterior import PosteriorMean
