@@ -174,25 +174,13 @@ def fit(
     opt = get_optimizer(o.optimizer)
     enable_default_cache()
     start = clock()
-    logger.info("compiling the start, iteration and ELBO functions ...")
-    compiled = CompiledADVI(target, CompileSpec(
-        family=get_family(o.family), optimizer=o.optimizer, grad_samples=o.grad_samples,
-        elbo_samples=o.elbo_samples, init=o.init, laplace=o.start == "laplace",
-        precondition=o.precondition, moments=o.stop == "rhat",
-    ), opt)
+    compiled = _compile(target, o, opt)
     compile_s = clock() - start
     logger.info("compiled in %.1f s", compile_s)
     start = clock()
     (adapt_key, run_key, elbo_key), state0, start_info = compiled.setup(
         rng_key, extra_starts=o.laplace_starts - 1)
-    if o.start == "laplace":
-        logger.info("start: %s after %d L-BFGS steps (%.2f s)",
-                    "Laplace" if bool(start_info.laplace) else "random (no usable mode)",
-                    int(start_info.steps), clock() - start)
-    if start_info.note is not None:  # what the extra starts found (advi.multistart)
-        logger.info("start: %s", start_info.note)
-        if start_info.warn:
-            warnings.warn(start_info.note, RuntimeWarning, stacklevel=2)
+    _report_start(o, start_info, clock() - start)
     eta, eta_adapted = o.eta, o.eta is None
     if eta_adapted:
         eta = _adapt_eta(compiled, state0, adapt_key, o.adapt_iter)
@@ -205,6 +193,29 @@ def fit(
     if o.family != "fullrank":
         return result
     return checked_fullrank(result, state0.params if start_info.laplace else None)
+
+
+def _compile(target: Target, o: Options, opt: Any) -> CompiledADVI:
+    """The fit's compiled functions (start, iterations, ELBO) for options ``o``."""
+    logger.info("compiling the start, iteration and ELBO functions ...")
+    return CompiledADVI(target, CompileSpec(
+        family=get_family(o.family), optimizer=o.optimizer, grad_samples=o.grad_samples,
+        elbo_samples=o.elbo_samples, init=o.init, laplace=o.start == "laplace",
+        precondition=o.precondition, moments=o.stop == "rhat",
+    ), opt)
+
+
+def _report_start(o: Options, start_info: Any, seconds: float) -> None:
+    """Logs how the fit started and warns with what the extra Laplace starts found when
+    they found a rival mode (:mod:`advi.multistart`)."""
+    if o.start == "laplace":
+        logger.info("start: %s after %d L-BFGS steps (%.2f s)",
+                    "Laplace" if bool(start_info.laplace) else "random (no usable mode)",
+                    int(start_info.steps), seconds)
+    if start_info.note is not None:
+        logger.info("start: %s", start_info.note)
+        if start_info.warn:
+            warnings.warn(start_info.note, RuntimeWarning, stacklevel=3)
 
 
 def _target(model: Callable | Target, model_args: tuple, model_kwargs: dict | None,
