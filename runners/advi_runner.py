@@ -86,6 +86,14 @@ def run_advi(
         clock=clock,
         **method.options(),  # checkpoint_every among them
     )
+    return run_facts(result, checkpoint_s=checkpoint_s,
+                     stopped_by_budget=over_budget and not result.converged)
+
+
+def run_facts(result: advi.ADVIResult, *, checkpoint_s: float, stopped_by_budget: bool
+              ) -> dict[str, Any]:
+    """What ``info.json`` records of an ADVI fit: iterations, seconds (clock, compiling,
+    checkpoints), how it stopped, eta, Pareto k-hat, warnings, its start and redraws."""
     return {
         "iterations": int(result.num_iterations),
         "wall_s": float(result.wall_s),
@@ -93,7 +101,7 @@ def run_advi(
         "checkpoint_s": checkpoint_s,
         "converged": bool(result.converged),
         "convergence_reason": str(result.convergence_reason),
-        "stopped_by_budget": over_budget and not result.converged,
+        "stopped_by_budget": stopped_by_budget,
         "eta": float(result.eta),
         "pareto_khat": None if result.pareto_khat is None else float(result.pareto_khat),
         "warnings": list(result.warnings),
