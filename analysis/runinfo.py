@@ -37,7 +37,9 @@ def describe_resources(info: Mapping[str, Any]) -> str:
     cpus = "not pinned" if ids is None else (
         f"CPUs {', '.join(str(i) for i in ids)} ({resources['pinned_by']})")
     beside = resources.get("beside", 0)
-    return f"{setup}; {cpus}; beside {beside} fit{'s' if beside != 1 else ''}"
+    load = resources.get("max_load")
+    busy = f"; load up to {load:g}" if load is not None else ""
+    return f"{setup}; {cpus}; beside {beside} fit{'s' if beside != 1 else ''}{busy}"
 
 
 def experiment_facts(infos: Sequence[Mapping[str, Any]]) -> tuple[str, bool, str]:

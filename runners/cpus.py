@@ -47,6 +47,9 @@ class CpuShare:
             its start and at each :meth:`recount`.
         host: the host's name.
         cpu_model: the CPU's model name (``/proc/cpuinfo``, else ``platform.processor()``).
+        max_load: the host's highest 1-minute load average seen at its start and at each
+            :meth:`recount` (``os.getloadavg``; None where the OS has none): above the
+            host's CPU count, other work competed with the fits and their seconds are slow.
     """
 
     cores: int
@@ -55,10 +58,17 @@ class CpuShare:
     beside: int
     host: str
     cpu_model: str
+    max_load: float | None = None
+
+    def __post_init__(self) -> None:
+        self.max_load = _load()
 
     def recount(self, results_dir: str | os.PathLike) -> dict[str, Any]:
         """Updates ``beside`` with the fits that hold CPUs on this host now (slot shares
         only) and returns the share as plain JSON values (``info.json``'s ``resources``)."""
+        load = _load()
+        if load is not None:
+            self.max_load = max(load, self.max_load or 0.0)
         if self.pinned_by == "slot":
             with _locked_slots(_slots_file(results_dir, self.host)) as held:
                 others = len(held) - (str(os.getpid()) in held)
@@ -78,6 +88,13 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def _load() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def _slots_file(results_dir: str | os.PathLike, host: str) -> Path:

@@ -41,6 +41,7 @@ def test_fits_side_by_side_get_disjoint_cpus_and_see_each_other(tmp_path):
     assert json.loads((tmp_path / SLOTS_DIR / f"{first.host}.json").read_text()) == {}
     record = first.recount(tmp_path)
     assert record["cores"] == 1 and record["cpu_model"] == cpu_model() != ""
+    assert record["max_load"] >= 0  # the host's load average, the most seen
 
 
 @needs_two

@@ -21,3 +21,8 @@ def test_the_runs_page_line_names_cpus_pinning_and_company():
     free = {**INFO, "resources": {**INFO["resources"], "cpu_ids": None, "beside": 0}}
     assert describe_resources(free).endswith("not pinned; beside 0 fits")
     assert describe_resources({}) == "not recorded"
+
+
+def test_a_busy_host_is_named_on_the_runs_page():
+    busy = {**INFO, "resources": {**INFO["resources"], "max_load": 9.5}}
+    assert describe_resources(busy).endswith("beside 1 fit; load up to 9.5")
