@@ -54,6 +54,27 @@ def _when(timestamp: float) -> str:
     return dt.datetime.fromtimestamp(timestamp, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def load_line(infos: Sequence[Mapping[str, Any]], load_log: Path | None) -> str:
+    """A Markdown line on how busy the machine was: the runs' recorded ``max_load``, or
+    the median and highest 1-minute load average of ``load_log`` (lines ``<ISO time>
+    <1-min> <5-min> <15-min> ...``, as ``/proc/loadavg`` prints them after a time stamp)."""
+    loads = [float(line.split()[1]) for line in load_log.read_text().splitlines()
+             if len(line.split()) > 1] if load_log is not None else []
+    recorded = [i["resources"]["max_load"] for i in infos
+                if (i.get("resources") or {}).get("max_load") is not None]
+    cpus = infos[0]["environment"]["cpu_count"]
+    if loads:
+        loads.sort()
+        what = f"median {loads[len(loads) // 2]:g}, highest {loads[-1]:g} ({load_log.name})"
+    elif recorded:
+        what = f"highest {max(recorded):g} (the runs' info.json)"
+    else:
+        return "- **Machine load**: not recorded"
+    return (f"- **Machine load** (1-minute load average on {cpus} CPUs): {what}; above {cpus}, "
+            "other work competed with the fits and their seconds are slower than on a quiet "
+            "machine")
+
+
 def provenance(infos: Sequence[Mapping[str, Any]], command: str, results: Path) -> list[str]:
     """Markdown lines: command, commit, machine, cores, dates and hours of the run."""
     env = infos[0]["environment"]
@@ -122,7 +143,8 @@ def copy_figures(results: Path, out: Path) -> list[Path]:
     return written
 
 
-def write_page(results: Path, out: Path, command: str, default_seeds: Sequence[int]) -> Path:
+def write_page(results: Path, out: Path, command: str, default_seeds: Sequence[int],
+               load_log: Path | None = None) -> Path:
     """Writes ``out/index.md`` and its files; returns the page's path."""
     infos = read_infos(results)
     out.mkdir(parents=True, exist_ok=True)
@@ -132,7 +154,8 @@ def write_page(results: Path, out: Path, command: str, default_seeds: Sequence[i
     (out / "summaries").mkdir(exist_ok=True)
     sections = ["# Results of a real run", "",
                 "Made by `scripts/publish_results.py` from the run's own files.", "",
-                "## Provenance", "", *provenance(infos, command, results), "",
+                "## Provenance", "", *provenance(infos, command, results),
+                load_line(infos, load_log), "",
                 "## How this run differs from the default run", "",
                 *differences(infos, default_seeds), "",
                 "## The paper's claims", "",
@@ -167,9 +190,11 @@ def main() -> None:
     parser.add_argument("results", type=Path, help="the run's results_dir")
     parser.add_argument("--out", type=Path, default=Path("docs/results"))
     parser.add_argument("--command", required=True, help="the command that made the run")
+    parser.add_argument("--load-log", type=Path, help="the machine's load averages during "
+                        "the run, one '<time> <1-min> <5-min> ...' line each")
     args = parser.parse_args()
     default_seeds = yaml.safe_load((CONF_DIR / "workflow.yaml").read_text())["seeds"]
-    print(write_page(args.results, args.out, args.command, default_seeds))
+    print(write_page(args.results, args.out, args.command, default_seeds, args.load_log))
 
 
 if __name__ == "__main__":

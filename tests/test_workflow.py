@@ -185,6 +185,7 @@ def test_a_run_is_published_from_its_own_files(smoke, tmp_path):
         "environment"]["git_commit"]
     assert f"`{commit}" in text and "hours** from the first fit's start" in text
     assert "Seeds: [0] (the default run: [0, 1, 2])" in text
+    assert "**Machine load** (1-minute load average on" in text  # from the runs' info.json
     assert (out / "summaries" / "gmm_minibatch.csv").is_file()
 
 
