@@ -1,4 +1,4 @@
-"""Speed and memory of stochastic ADVI on the E6 mixture (issue 4's performance targets).
+"""Speed and memory of stochastic ADVI on the E6 mixture, against its performance targets.
 
 The Gaussian mixture of Figure 1b (``models.gmm``, K = 30, D = 576) on the simulated
 imageCLEF stand-in (250,000 training rows, ``planning.datasets.simulate.gmm_standin``), minibatch

@@ -96,7 +96,7 @@ class DataOptions:
             (E5, E6) then use the RGB histograms of these images (``planning.datasets.images``,
             standardised with the training rows' mean and sd) instead of the simulated
             stand-in. Rows are the images in file-name order, the last ``n_heldout`` held
-            out. Other experiments ignore it. None: the simulated stand-in (PAPER.md).
+            out. Other experiments ignore it. None: the stand-in (docs/standin-images.md).
     """
 
     image_dir: str | None = None
