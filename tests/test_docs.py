@@ -5,6 +5,7 @@ configuration."""
 
 import dataclasses
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -79,6 +80,37 @@ def test_link_checker_sees_broken_links(tmp_path):
                     "```\n[fenced](nowhere.md)\n```\n[web](https://example.org/x.md)\n")
     assert _relative_links(page) == ["#a-title", "missing.md"]
     assert _anchors(page) == {"a-title"}
+
+
+UNCITABLE = re.compile(r"\bissues? #?\d+|\b(?:PAPER|DESIGN|STYLE)\.md\b", re.IGNORECASE)
+SOURCE_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".smk", ".rst", ".toml", ".sh"}
+
+
+def _source_files() -> list[Path]:
+    """The repository's text sources, without outputs, caches and hidden folders."""
+    skip = {"results", "outputs", "multirun", "__pycache__"}
+    files = [ROOT / "Snakefile"]
+    for folder, subfolders, names in os.walk(ROOT):
+        subfolders[:] = [d for d in subfolders
+                         if not (d.startswith(".") or d in skip or d.endswith(".egg-info"))]
+        files += [Path(folder, n) for n in names if Path(n).suffix in SOURCE_SUFFIXES]
+    return files
+
+
+def test_sources_cite_no_issue_numbers_or_files_the_repository_lacks():
+    """Readers of a clone have the paper and public sources, not the issue tracker or the
+    authors' notes."""
+    this = Path(__file__).resolve()
+    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+             for path in _source_files() if path.resolve() != this
+             for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+             if UNCITABLE.search(line)]
+    assert not found, "\n".join(found)
+
+
+def test_uncitable_pattern_matches_what_it_should():
+    assert UNCITABLE.search("(issue 12)") and UNCITABLE.search("see PAPER.md")
+    assert UNCITABLE.search("Issue #4") and not UNCITABLE.search("an issue with numbers")
 
 
 def test_readme_is_a_short_front_page():
