@@ -127,11 +127,11 @@ def _remove_orphans(path: Path) -> None:
         prefix = f".{path.name}.{kind}-"
         for folder in path.parent.glob(f"{glob.escape(prefix)}*"):
             pid = folder.name.removeprefix(prefix).split("-")[0]
-            if pid.isdigit() and not _alive(int(pid)):
+            if pid.isdigit() and not process_alive(int(pid)):
                 shutil.rmtree(folder, ignore_errors=True)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     """Whether a process ``pid`` exists (one of another user's counts)."""
     try:
         os.kill(pid, 0)

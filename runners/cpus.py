@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from planning.files import process_alive
+
 SLOTS_DIR = ".cpu_slots"
 """The folder, under ``results_dir``, of the per-host slot files."""
 
@@ -101,16 +103,6 @@ def _slots_file(results_dir: str | os.PathLike, host: str) -> Path:
     return Path(results_dir) / SLOTS_DIR / f"{host}.json"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @contextmanager
 def _locked_slots(path: Path) -> Iterator[dict[str, list[int]]]:
     """The slot file's ``{pid: cpu ids}`` of live fits, under an exclusive lock; what the
@@ -122,7 +114,7 @@ def _locked_slots(path: Path) -> Iterator[dict[str, list[int]]]:
             held = json.loads(path.read_text()) if path.exists() else {}
         except (OSError, ValueError):
             held = {}
-        held = {pid: cpus for pid, cpus in held.items() if _alive(int(pid))}
+        held = {pid: cpus for pid, cpus in held.items() if process_alive(int(pid))}
         yield held
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(held))
