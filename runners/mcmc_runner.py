@@ -15,7 +15,7 @@ NUTS on the factorisations at paper scale; on the smoke ones, whose early warmup
 transitions grow from a few leapfrog steps to 2^depth - 1, 20-30 s on a 3-s budget when the
 rate of the first transitions was trusted). NUTS stops after the transition that reaches
 the step limit (its next transition's steps are unknown, at most 2^depth - 1). Static HMC
-needs more care: a transition takes ceil(trajectory_length / step_size) leapfrog steps,
+needs more care: a transition takes int(trajectory_length / step_size) leapfrog steps,
 unbounded when warmup shrinks the step size (as on the factorisation and mixture models,
 where one transition can take hours), so its loop stops *before* any transition whose
 leapfrog steps, known from the state before it runs, would take the run past its budget; the
@@ -53,6 +53,7 @@ from numpyro.infer.util import initialize_model
 
 import advi
 from planning.methods import McmcConfig, NutsConfig
+from runners import stan_hmc
 from runners.checkpoint import record_checkpoint
 from runners.posterior import PosteriorMean
 from runners.scoring import LogLikelihood, RunningLogMeanExp
@@ -105,9 +106,9 @@ def _affordable(wanted: int, remaining_s: float, spent_s: float, done: int) -> i
 
 
 def _next_num_steps(state: Any) -> Any:
-    """Leapfrog steps of static HMC's next transition, ceil(trajectory_length / step_size),
-    as float32 (NumPyro's own count is int32, which overflows for collapsed step sizes)."""
-    return jnp.ceil(state.trajectory_length / state.adapt_state.step_size)
+    """Leapfrog steps of static HMC's next transition, Stan's L (:func:`stan_hmc.num_steps`),
+    as a float (NumPyro's own count is int32, which overflows for collapsed step sizes)."""
+    return stan_hmc.num_steps(state.adapt_state.step_size, state.i, state.trajectory_length)
 
 
 def _make_chunk(sample_kernel: Callable[[Any], Any], *, capacity: int, forecast: bool
@@ -159,10 +160,12 @@ def _starting_point(model: Callable[..., None], train: dict[str, Any], init: str
         return init_to_uniform(radius=2.0), 0.0, 0.0
     if init != "advi":
         raise ValueError(f"init = {init!r}: must be 'uniform' or 'advi'")
-    fit = advi.fit(model, rng_key=rng_key, khat_samples=0, model_kwargs=train)
+    with jax.enable_x64(False):  # ADVI in its own float32, whatever the chain's precision
+        fit = advi.fit(model, rng_key=rng_key, khat_samples=0, model_kwargs=train)
     logger.info("init: ADVI's mean after %d iterations (%.2f s, %s)",
                 fit.num_iterations, fit.wall_s, fit.convergence_reason)
-    values = {name: jnp.asarray(value) for name, value in fit.approximation.mean().items()}
+    values = {name: jnp.asarray(value, jnp.result_type(float))
+              for name, value in fit.approximation.mean().items()}
     return init_to_value(values=values), float(fit.wall_s), float(fit.compile_s)
 
 
@@ -202,13 +205,13 @@ def _start_chain(model: Callable[..., None], train: dict[str, Any], method: Mcmc
     model_info = initialize_model(init_key[None], model, model_kwargs=train,
                                   dynamic_args=False, init_strategy=init_strategy)
     param_info = jax.tree.map(lambda x: x[0], model_info.param_info)
-    init_kernel, sample_kernel = hmc(potential_fn=model_info.potential_fn,
-                                     algo="NUTS" if is_nuts else "HMC")
-    algo_kwargs = (
-        {"max_tree_depth": method.max_tree_depth}
-        if is_nuts
-        else {"trajectory_length": method.trajectory_length}
-    )
+    if is_nuts:
+        init_kernel, sample_kernel = hmc(potential_fn=model_info.potential_fn, algo="NUTS")
+        algo_kwargs = {"max_tree_depth": method.max_tree_depth}
+    else:  # NumPyro's kernel with Stan's start of warmup (runners/stan_hmc.py)
+        init_kernel, sample_kernel = stan_hmc.static_hmc(model_info.potential_fn,
+                                                         method.trajectory_length)
+        algo_kwargs = {}
     state = jax.jit(functools.partial(
         init_kernel,
         num_warmup=method.num_warmup,
@@ -292,6 +295,24 @@ def _chunks(chain: _Chain, method: McmcConfig, budget_s: float
             return
 
 
+def _in_sampler_precision(run: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """``run(model, train, method, **kwargs)`` in float64 for static HMC (as Stan's double:
+    from a far start, E1's 2 pi trajectories reach log alpha ~ -100 to -700, where float32's
+    exp underflows and the energy is NaN; float64 keeps them finite and accepted), in the
+    default precision for NUTS."""
+
+    @functools.wraps(run)
+    def wrapped(model: Callable[..., None], train: dict[str, Any], method: McmcConfig,
+                **kwargs: Any) -> dict[str, Any]:
+        if isinstance(method, NutsConfig):
+            return run(model, train, method, **kwargs)
+        with jax.enable_x64(True):
+            return run(model, train, method, **kwargs)
+
+    return wrapped
+
+
+@_in_sampler_precision
 def run_mcmc(
     model: Callable[..., None],
     train: dict[str, Any],
