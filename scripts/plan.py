@@ -23,14 +23,17 @@ from planning.paths import REPO_ROOT
 from planning.workflow import plan_workflow
 
 
-def measured(results_dir: Path) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+def measured(results_dir: Path, skip: tuple[str, ...] = ()
+             ) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
     """``{"paper": {experiment: {method: {wall_s, total_s, budget_s}}}}`` of the finished
     paper-scale runs under ``results_dir/runs/paper`` (the run of the median ``total_s``
-    where several seeds ran)."""
+    where several seeds ran), leaving out the methods named in ``skip`` (e.g. runs made
+    with code that has changed since)."""
     runs: dict[str, dict[str, list[dict[str, float]]]] = {}
     for path in sorted((results_dir / "runs" / "paper").glob("*/*/seed*/info.json")):
         info = json.loads(path.read_text())
-        if info.get("status") != "finished" or info.get("wall_s") is None:
+        if (info.get("status") != "finished" or info.get("wall_s") is None
+                or info["method"] in skip):
             continue
         record = {k: round(float(info[k]), 2) for k in ("wall_s", "total_s", "budget_s")}
         runs.setdefault(info["experiment"], {}).setdefault(info["method"], []).append(record)
@@ -48,9 +51,12 @@ def main() -> None:
     parser.add_argument("--overrides", nargs="*", default=default["overrides"],
                         help="Hydra overrides for every run, as the workflow's config")
     parser.add_argument("--measure", type=Path, metavar="RESULTS_DIR")
+    parser.add_argument("--skip", nargs="*", default=[], metavar="METHOD",
+                        help="with --measure: method run names to leave out")
     args = parser.parse_args()
     if args.measure is not None:
-        print(yaml.safe_dump(measured(args.measure), sort_keys=False), end="")
+        print(yaml.safe_dump(measured(args.measure, tuple(args.skip)), sort_keys=False),
+              end="")
         return
     plan = plan_workflow(experiments=args.experiments, scale="paper", seeds=args.seeds,
                          overrides=args.overrides)

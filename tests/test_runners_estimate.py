@@ -65,3 +65,26 @@ def test_estimates_are_read_from_yaml(tmp_path):
     assert read_estimates(tmp_path / "missing.yaml") == {}
     for methods in read_estimates().values():  # the committed file parses
         assert all(m.total_s >= m.wall_s > 0 for m in methods.values())
+
+
+def test_measured_runs_are_read_from_a_results_folder(tmp_path):
+    import json
+    import sys
+
+    from planning.paths import REPO_ROOT
+    sys.path.insert(0, str(REPO_ROOT / "scripts"))
+    import plan
+
+    def run(method, seed, total_s, status="finished"):
+        folder = tmp_path / "runs" / "paper" / "e1" / method / f"seed{seed}"
+        folder.mkdir(parents=True)
+        (folder / "info.json").write_text(json.dumps({
+            "experiment": "e1", "method": method, "status": status, "wall_s": total_s / 2,
+            "total_s": total_s, "budget_s": 600.0}))
+
+    for seed, total in enumerate([30.0, 10.0, 20.0]):
+        run("nuts", seed, total)
+    run("hmc", 0, 5.0)
+    run("advi_M1", 0, 7.0, status="stopped early: KeyboardInterrupt")
+    table = plan.measured(tmp_path, skip=("hmc",))["paper"]
+    assert table == {"e1": {"nuts": {"wall_s": 10.0, "total_s": 20.0, "budget_s": 600.0}}}
