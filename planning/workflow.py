@@ -188,11 +188,17 @@ class RunFolders:
         before, after = _settings(earlier), _settings(overrides)
         differ = [f"{key} ({before.get(key, 'unset')} / {after.get(key, 'unset')})"
                   for key in dict.fromkeys([*before, *after]) if before.get(key) != after.get(key)]
+        both = f"two runs would write {folder}: {' '.join(earlier)} and {' '.join(overrides)}"
+        if not differ:
+            raise ValueError(
+                f"{both}; they are the same run: a later override sets a key an earlier one "
+                "set (an experiment's method list and the workflow's overrides both set it), "
+                "so both resolve to the same settings; set each key once (e.g. pick the method "
+                "with method=... so the experiment's list is not used)")
         raise ValueError(
-            f"two runs would write {folder}: {' '.join(earlier)} and {' '.join(overrides)}; "
-            f"they differ in {', '.join(differ)}, which the folder name does not record; "
-            "to sweep over it, record it in the method's folder name (run_name() in "
-            "planning/config.py) or give each value its own results_dir"
+            f"{both}; they differ in {', '.join(differ)}, which the folder name does not "
+            "record; to sweep over it, record it in the method's folder name (run_name() in "
+            "planning/methods.py) or give each value its own results_dir"
         )
 
 

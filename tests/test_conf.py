@@ -152,6 +152,14 @@ def test_a_sweep_over_a_setting_the_name_does_not_record_is_refused_naming_it():
                       overrides=["method=advi", "method.tol_rel_obj=0.1,0.01"])
 
 
+def test_a_sweep_that_repeats_the_experiments_own_settings_is_refused_saying_so():
+    # E1's method list has M = 1 and M = 10: sweeping M again makes each run twice
+    with pytest.raises(ValueError, match=r"advi_M1/seed0: .* they are the same run: a later "
+                       r"override sets a key an earlier one set"):
+        plan_workflow(experiments=["linreg_ard"], scale="smoke", seeds=[0],
+                      overrides=["method.grad_samples=1,10"])
+
+
 def test_runs_of_different_scales_never_share_a_folder(compose_run):
     smoke, paper = compose_run("scale=smoke", "seed=1"), compose_run("scale=paper", "seed=1")
     assert smoke.run_dir() == Path("results/runs/smoke/linreg_ard/advi_M1/seed1")
