@@ -348,18 +348,13 @@ def run_mcmc(
         writing: ``checkpoint_s``), why it stopped early (``stop_reason``).
     """
     chain, constrain, setup = _start_chain(model, train, method, rng_key)
-    posterior = RunningLogMeanExp()
-    num_post = divergences = 0
-    accept_sum = steps_sum = checkpoint_s = 0.0
+    posterior, tally, checkpoint_s = RunningLogMeanExp(), _Tally(), 0.0
     name = "nuts" if isinstance(method, NutsConfig) else "hmc"
     for phase, (zs, diverging, accept_prob, num_steps) in _chunks(chain, method, budget_s):
         sampling = phase == "sampling"
-        fresh = not sampling or num_post == 0
+        fresh = not sampling or tally.num_post == 0
         if sampling:
-            num_post += len(diverging)
-            divergences += int(np.sum(diverging))
-            accept_sum += float(np.sum(accept_prob))
-            steps_sum += float(np.sum(num_steps))
+            tally.add(diverging, accept_prob, num_steps)
         step_size = float(chain.state.adapt_state.step_size)
         start = time.perf_counter()
         lpd = record_checkpoint(
@@ -367,12 +362,12 @@ def run_mcmc(
             phase=phase, scores=posterior if sampling else RunningLogMeanExp(), fresh=fresh,
             log_likelihood=log_likelihood, trace=trace, posterior_mean=posterior_mean,
             columns={"phase": phase, "accept_prob": float(np.mean(accept_prob)),
-                     "divergences": divergences, "step_size": step_size})
+                     "divergences": tally.divergences, "step_size": step_size})
         checkpoint_s += time.perf_counter() - start
         logger.info("%s iteration %d/%d (%s): accept %.3f, step size %.3g, divergences %d, "
                     "heldout_lpd %.4f, %.2f s", name, int(chain.state.i),
                     method.num_warmup + method.num_samples, phase,
-                    float(np.mean(accept_prob)), step_size, divergences, lpd,
+                    float(np.mean(accept_prob)), step_size, tally.divergences, lpd,
                     chain.clock.elapsed_s)
         why = chain.stop_reason or (stop() if stop is not None else None)
         if why is not None:
@@ -381,15 +376,36 @@ def run_mcmc(
     return {
         "iterations": int(chain.state.i),
         "num_warmup_done": min(int(chain.state.i), method.num_warmup),
-        "num_samples_done": num_post,
+        "num_samples_done": tally.num_post,
         "wall_s": chain.clock.elapsed_s,
         **setup,
         "checkpoint_s": checkpoint_s,
         "init": method.init,
         "stopped_by_budget": chain.stop_reason is not None,
         "stop_reason": chain.stop_reason,
-        "divergences": divergences,
-        "accept_rate": accept_sum / num_post if num_post else None,
-        "mean_num_steps": steps_sum / num_post if num_post else None,
+        **tally.facts(),
         "step_size": float(chain.state.adapt_state.step_size),
     }
+
+
+class _Tally:
+    """Post-warmup transitions so far: count, divergences, acceptance and leapfrog steps."""
+
+    def __init__(self) -> None:
+        self.num_post = self.divergences = 0
+        self.accept_sum = self.steps_sum = 0.0
+
+    def add(self, diverging: np.ndarray, accept_prob: np.ndarray, num_steps: np.ndarray
+            ) -> None:
+        """Adds a chunk's transitions (one entry each)."""
+        self.num_post += len(diverging)
+        self.divergences += int(np.sum(diverging))
+        self.accept_sum += float(np.sum(accept_prob))
+        self.steps_sum += float(np.sum(num_steps))
+
+    def facts(self) -> dict[str, Any]:
+        """``divergences``, ``accept_rate`` and ``mean_num_steps`` for ``info.json``."""
+        n = self.num_post
+        return {"divergences": self.divergences,
+                "accept_rate": self.accept_sum / n if n else None,
+                "mean_num_steps": self.steps_sum / n if n else None}
