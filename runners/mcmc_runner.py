@@ -8,7 +8,7 @@ stops, the chunk's draws are scored on the held-out data and a trace row is writ
 Budget: a run stops once its clock reaches ``budget_s``. The first transition runs alone and
 gives the seconds per transition and per leapfrog step; after it, a chunk that would run past
 the budget is cut to the transitions the remaining seconds afford at that rate
-(:func:`_affordable`), and the compiled loop also stops once its leapfrog steps reach what
+(:func:`affordable`), and the compiled loop also stops once its leapfrog steps reach what
 the remaining seconds afford at the measured seconds per step. The run is scored and ends
 there, so it overshoots its budget by about one transition, not one chunk (two minutes for
 NUTS on the factorisations at paper scale; on the smoke ones, whose early warmup
@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -55,6 +54,13 @@ import advi
 from planning.methods import McmcConfig, NutsConfig
 from runners import stan_hmc
 from runners.checkpoint import record_checkpoint
+from runners.mcmc_chunks import (
+    affordable,
+    chunk_plan,
+    make_chunk,
+    next_num_steps,
+    seconds_per_gradient,
+)
 from runners.posterior import PosteriorMean
 from runners.scoring import LogLikelihood, RunningLogMeanExp
 from runners.stopwatch import Stopwatch
@@ -63,95 +69,7 @@ from runners.trace import TraceWriter
 logger = logging.getLogger(__name__)
 
 
-def chunk_plan(num_warmup: int, num_samples: int, every: int) -> Iterator[tuple[str, int]]:
-    """(phase, length) of the chunks: ``every`` transitions each, none straddling warmup's end.
-
-    Example: ``chunk_plan(120, 100, 50)`` gives warmup 50, 50, 20, then sampling 50, 50.
-    """
-    for phase, total in (("warmup", num_warmup), ("sampling", num_samples)):
-        for start in range(0, total, every):
-            yield phase, min(every, total - start)
-
-
-def seconds_per_gradient(potential_fn: Callable[[Any], Any], z: Any, *, steps: int = 20
-                         ) -> float:
-    """Seconds per gradient of ``potential_fn`` near ``z``, timed over ``steps`` gradients
-    chained in one compiled loop (as leapfrog steps are, without per-call overhead): the
-    first estimate of a leapfrog step's cost, refined by the chunks' own timings."""
-
-    def descend(z: Any) -> Any:
-        def body(_: Any, z: Any) -> Any:
-            grad = jax.grad(potential_fn)(z)
-            return jax.tree.map(lambda x, g: x - 1e-12 * g, z, grad)
-
-        return jax.lax.fori_loop(0, steps, body, z)
-
-    compiled = jax.jit(descend).lower(z).compile()
-    jax.block_until_ready(compiled(z))
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(z))
-    return (time.perf_counter() - start) / steps
-
-
-def _affordable(wanted: int, remaining_s: float, spent_s: float, done: int) -> int:
-    """Transitions of the next chunk: ``wanted``, or fewer when, at the seconds per
-    transition so far (``spent_s / done``), the budget's ``remaining_s`` will not take
-    them all; then ceil(remaining / per transition) >= 1, so a run overshoots its budget by
-    about one transition rather than one chunk. Before the first transition the rate is
-    unknown: one transition, whose seconds give it (a first chunk of 50 early-warmup NUTS
-    transitions at full tree depth took 30 s on a 3-s budget)."""
-    if done <= 0 or spent_s <= 0:
-        return 1
-    return int(max(1, min(wanted, math.ceil(remaining_s * done / spent_s))))
-
-
-def _next_num_steps(state: Any) -> Any:
-    """Leapfrog steps of static HMC's next transition, Stan's L (:func:`stan_hmc.num_steps`),
-    as a float (NumPyro's own count is int32, which overflows for collapsed step sizes)."""
-    return stan_hmc.num_steps(state.adapt_state.step_size, state.i, state.trajectory_length)
-
-
-def _make_chunk(sample_kernel: Callable[[Any], Any], *, capacity: int, forecast: bool
-                ) -> Callable[..., Any]:
-    """``run_chunk(state, length, step_limit) -> (state, count, records)``.
-
-    Runs up to ``length`` <= ``capacity`` transitions (``length`` is a run-time argument,
-    so one compilation serves every chunk), and no more leapfrog steps than ``step_limit``
-    (float; ``inf``: no limit): with ``forecast`` (static HMC) it stops before a transition
-    whose leapfrog steps (:func:`_next_num_steps`) would take the chunk's total past the
-    limit; without (NUTS) after the first transition that reaches it (at least one runs).
-    ``records`` are ``(z, diverging, accept_prob, num_steps)`` with leading axis
-    ``capacity``, the first ``count`` filled.
-    """
-
-    def run_chunk(state: Any, length: Any, step_limit: Any) -> tuple[Any, Any, Any]:
-        def record(state: Any) -> tuple[Any, ...]:
-            return (state.z, state.diverging, state.accept_prob,
-                    state.num_steps.astype(jnp.float32))
-
-        records = jax.tree.map(
-            lambda x: jnp.zeros((capacity, *jnp.shape(x)), jnp.result_type(x)), record(state))
-
-        def more(carry: tuple[Any, ...]) -> Any:
-            count, steps, state, _ = carry
-            if not forecast:
-                return (count < length) & ((count == 0) | (steps < step_limit))
-            return (count < length) & (steps + _next_num_steps(state) <= step_limit)
-
-        def transition(carry: tuple[Any, ...]) -> tuple[Any, ...]:
-            count, steps, state, records = carry
-            state = sample_kernel(state)
-            records = jax.tree.map(lambda r, v: r.at[count].set(v), records, record(state))
-            return count + 1, steps + state.num_steps.astype(jnp.float32), state, records
-
-        start = (jnp.zeros((), jnp.int32), jnp.zeros((), jnp.float32), state, records)
-        count, _, state, records = jax.lax.while_loop(more, transition, start)
-        return state, count, records
-
-    return run_chunk
-
-
-def _starting_point(model: Callable[..., None], train: dict[str, Any], init: str,
+def starting_point(model: Callable[..., None], train: dict[str, Any], init: str,
                     rng_key: jax.Array) -> tuple[Callable[..., Any], float, float]:
     """NumPyro init strategy for ``init`` (``uniform`` or ``advi``), with the seconds spent
     finding the point: (strategy, optimisation seconds, compile seconds); zeros for
@@ -194,7 +112,7 @@ def _start_chain(model: Callable[..., None], train: dict[str, Any], method: Mcmc
     setup_start = time.perf_counter()
     init_key, chain_key = jax.random.split(rng_key)
     clock = Stopwatch()
-    init_strategy, init_s, init_compile_s = _starting_point(model, train, method.init, init_key)
+    init_strategy, init_s, init_compile_s = starting_point(model, train, method.init, init_key)
     clock.add(init_s)
     is_nuts = isinstance(method, NutsConfig)
     compile_start = time.perf_counter()
@@ -221,7 +139,7 @@ def _start_chain(model: Callable[..., None], train: dict[str, Any], method: Mcmc
         **algo_kwargs,
     ))(param_info, rng_key=chain_key)
     run_chunk = jax.jit(
-        _make_chunk(sample_kernel, capacity=method.checkpoint_every, forecast=not is_nuts))
+        make_chunk(sample_kernel, capacity=method.checkpoint_every, forecast=not is_nuts))
     step_s = None if is_nuts else seconds_per_gradient(model_info.potential_fn, state.z)
     chunk = run_chunk.lower(state, np.int32(0), np.float32(0)).compile()
     jax.block_until_ready(state)
@@ -235,13 +153,13 @@ def _start_chain(model: Callable[..., None], train: dict[str, Any], method: Mcmc
 
 def _run_piece(chain: _Chain, wanted: int, budget_s: float) -> tuple[Any, int]:
     """One compiled call of up to ``wanted`` transitions, clock on, cut to what the budget
-    affords (:func:`_affordable`, and the leapfrog steps at the seconds per step so far;
+    affords (:func:`affordable`, and the leapfrog steps at the seconds per step so far;
     HMC's stop before a transition it cannot afford is recorded in ``chain.stop_reason``).
     Returns the records of the transitions made and their count."""
     clock = chain.clock
     remaining_s = max(budget_s - clock.elapsed_s, 0.0)
     step_limit = np.inf if chain.step_s is None else remaining_s / chain.step_s
-    todo = _affordable(wanted, remaining_s, clock.elapsed_s - chain.init_s,
+    todo = affordable(wanted, remaining_s, clock.elapsed_s - chain.init_s,
                        int(chain.state.i) - chain.first_i)
     with clock.running():
         chain.state, count, records = chain.chunk(chain.state, np.int32(todo),
@@ -253,7 +171,7 @@ def _run_piece(chain: _Chain, wanted: int, budget_s: float) -> tuple[Any, int]:
     if chain.steps:
         chain.step_s = (clock.elapsed_s - chain.init_s) / chain.steps
     if chain.is_hmc and count < wanted and clock.elapsed_s < budget_s:
-        needed = float(_next_num_steps(chain.state))
+        needed = float(next_num_steps(chain.state))
         remaining_s = max(budget_s - clock.elapsed_s, 0.0)
         if count == 0 or needed * chain.step_s > remaining_s:
             chain.stop_reason = (

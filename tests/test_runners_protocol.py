@@ -23,7 +23,8 @@ from scipy.stats import norm
 from planning.methods import AdviConfig, HmcConfig, NutsConfig
 from runners import mcmc_runner
 from runners.advi_runner import run_advi
-from runners.mcmc_runner import _affordable, _make_chunk, _starting_point, chunk_plan, run_mcmc
+from runners.mcmc_chunks import affordable, chunk_plan, make_chunk
+from runners.mcmc_runner import run_mcmc, starting_point
 from runners.stopwatch import Stopwatch
 from runners.trace import TraceWriter
 
@@ -145,14 +146,14 @@ def test_hmc_started_at_advis_mean_counts_advis_seconds_on_its_clock(tmp_path):
 
 
 def test_advi_starting_point_is_near_the_posterior_mean():
-    strategy, init_s, _ = _starting_point(model, {"y": jnp.asarray(Y_TRAIN)}, "advi",
+    strategy, init_s, _ = starting_point(model, {"y": jnp.asarray(Y_TRAIN)}, "advi",
                                           jax.random.PRNGKey(3))
     info = initialize_model(jax.random.PRNGKey(0), model, model_kwargs={"y": Y_TRAIN},
                             init_strategy=strategy)
     v = 1.0 / (len(Y_TRAIN) + 0.01)
     assert float(info.param_info.z["mu"]) == pytest.approx(v * Y_TRAIN.sum(), abs=3 * v**0.5)
     with pytest.raises(ValueError, match="init = 'map'"):
-        _starting_point(model, {"y": jnp.asarray(Y_TRAIN)}, "map", jax.random.PRNGKey(3))
+        starting_point(model, {"y": jnp.asarray(Y_TRAIN)}, "map", jax.random.PRNGKey(3))
 
 
 def test_mcmc_stops_at_the_first_checkpoint_past_its_budget(tmp_path):
@@ -199,7 +200,7 @@ def test_a_slow_first_transition_stops_the_run_within_its_chunk(tmp_path, monkey
     ((50, 0.0, 5.0, 50), 1),  # at least one
 ])
 def test_affordable_transitions(args, expected):
-    assert _affordable(*args) == expected
+    assert affordable(*args) == expected
 
 
 class _FakeNutsState(NamedTuple):
@@ -221,7 +222,7 @@ def _fake_nuts_kernel(state):
     (0.0, 1),  # at least one transition per call
 ])
 def test_a_nuts_chunk_stops_after_the_transition_that_reaches_its_step_limit(step_limit, count):
-    chunk = jax.jit(_make_chunk(_fake_nuts_kernel, capacity=10, forecast=False))
+    chunk = jax.jit(make_chunk(_fake_nuts_kernel, capacity=10, forecast=False))
     start = _FakeNutsState(jnp.zeros(()), jnp.zeros((), bool), jnp.ones(()),
                            jnp.full((), 0.5))  # the first transition doubles it to 1 step
     state, made, records = chunk(start, np.int32(10), np.float32(step_limit))
