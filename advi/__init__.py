@@ -29,6 +29,7 @@ from .elbo import elbo_estimate, elbo_grad
 from .families import FULLRANK, MEANFIELD, FullRankParams, MeanFieldParams, get_family
 from .fit import ETA_GRID, fit
 from .laplace import LaplaceStart, LogDensityFunctions, laplace_start, log_density_functions
+from .linear_response import LinearResponseWarning
 from .options import OPTIONS, Options
 from .presets import PRESETS
 from .result import ADVIError, ADVIResult, Approximation, CheckpointInfo, ELBOHistory
@@ -43,6 +44,7 @@ __all__ = [
     "ADVIResult",
     "ADVIState",
     "LaplaceStart",
+    "LinearResponseWarning",
     "LogDensityFunctions",
     "OPTIONS",
     "Options",

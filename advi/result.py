@@ -209,8 +209,10 @@ class ADVIResult:
         """The (K, K) float64 covariance of zeta (the unconstrained space): q's own
         (method None, "meanfield" or "fullrank"), or "linear_response", the corrected
         covariance of a mean-field q (Giordano, Broderick & Jordan 2018; exact on Gaussian
-        posteriors, where the mean-field variances are too small).
-        See :func:`advi.linear_response.covariance` for the arguments and errors."""
+        posteriors, where the mean-field variances are too small; a
+        ``LinearResponseWarning`` names the coordinates where the posterior is too far from
+        Gaussian for it). See :func:`advi.linear_response.covariance` for the arguments,
+        warnings and errors."""
         return covariance(self.approximation, method, rng_key, num_draws)
 
 

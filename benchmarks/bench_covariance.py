@@ -1,14 +1,16 @@
 """Posterior means and sds from ADVI's three covariances, against known posteriors.
 
-For each case and seed: ``advi.fit(..., preset="robust")`` with the mean-field family (its
-own sds, "MF", and the linear-response correction, "LR": ``result.covariance(
-"linear_response")``) and with the full-rank family ("FR"). Scored per fit: the worst
-|fitted mean - true mean| / true sd over the scalar parameters, and the median over them
-of |log(fitted sd / true sd)|; seconds are the fit's (compilation, start, iterations; LR
-adds its Hessian), in this process (the first fit of a case compiles). Where a latent site
-is constrained, means and sds are those of 4,000 constrained draws (LR: draws from
-N(mu, Cov_LR)); else mu and the covariance's diagonal. Each fit's warnings are counted:
-a fit more than 1 sd off should carry one.
+For each case and seed: ``advi.fit(..., preset="robust")`` (``--preset stan``: Stan's) with
+the mean-field family (its own sds, "MF", and the linear-response correction, "LR":
+``result.covariance("linear_response")``) and with the full-rank family ("FR"). Scored per
+fit: the worst |fitted mean - true mean| / true sd over the scalar parameters, and the
+median over them of |log(fitted sd / true sd)|; seconds are the fit's (compilation, start,
+iterations; LR adds its Hessian), in this process (the first fit of a case compiles). Where
+a latent site is constrained, means and sds are those of 4,000 constrained draws (LR: its
+means are the mean-field q's, since linear response corrects covariances only, and its sds
+those of draws from N(mu, Cov_LR)); else mu and the covariance's diagonal. Each fit's
+warnings are counted (LR's: the fit's and its ``advi.LinearResponseWarning``): a fit more
+than 1 sd off should carry one.
 
 Cases (the exact ones as in ``bench_accuracy.py``):
 
@@ -22,6 +24,7 @@ Cases (the exact ones as in ``bench_accuracy.py``):
 
     python benchmarks/bench_covariance.py            # 5 seeds, about 10 minutes
     python benchmarks/bench_covariance.py --quick    # 2 seeds, no D=100, shorter NUTS
+    python benchmarks/bench_covariance.py --only "regression D=100" --preset stan
 """
 
 from __future__ import annotations
@@ -145,7 +148,8 @@ def _score(case: acc.Case, mean: np.ndarray, sd: np.ndarray, seconds: float, war
                  float(np.median(np.abs(np.log(sd / case.sd)))), seconds, warned)
 
 
-def fit_scores(case: acc.Case, family: str, seed: int) -> dict[str, Score]:
+def fit_scores(case: acc.Case, family: str, seed: int, preset: str = "robust"
+               ) -> dict[str, Score]:
     """MF and LR (family "meanfield") or FR (family "fullrank") scores of one fit."""
     import jax
 
@@ -156,7 +160,7 @@ def fit_scores(case: acc.Case, family: str, seed: int) -> dict[str, Score]:
         warnings.simplefilter("always")
         try:
             result = advi.fit(case.model, *case.args, rng_key=jax.random.PRNGKey(seed),
-                              preset="robust", family=family, khat_samples=0)
+                              preset=preset, family=family, khat_samples=0)
         except advi.ADVIError:
             failed = Score(np.inf, np.inf, np.nan, True)
             return {"FR": failed} if family == "fullrank" else {"MF": failed, "LR": failed}
@@ -166,26 +170,33 @@ def fit_scores(case: acc.Case, family: str, seed: int) -> dict[str, Score]:
     if family == "fullrank":
         return {"FR": _score(case, *_moments(case, q, result.covariance(), seed), seconds,
                              warned)}
-    scores = {"MF": _score(case, *_moments(case, q, result.covariance(), seed), seconds,
-                           warned)}
+    mf_mean, mf_sd = _moments(case, q, result.covariance(), seed)
+    scores = {"MF": _score(case, mf_mean, mf_sd, seconds, warned)}
     start = time.perf_counter()
-    try:
-        lr = result.covariance("linear_response")
-    except ValueError:  # -Hessian not positive definite: no linear response there
-        scores["LR"] = Score(np.inf, np.inf, np.nan, True)
-        return scores
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            lr = result.covariance("linear_response")
+        except ValueError:  # -Hessian not positive definite: no linear response there
+            scores["LR"] = Score(np.inf, np.inf, np.nan, True)
+            return scores
     lr_seconds = seconds + time.perf_counter() - start
-    scores["LR"] = _score(case, *_moments(case, q, lr, seed), lr_seconds, warned)
+    lr_warned = warned or any(issubclass(w.category, advi.LinearResponseWarning)
+                              for w in caught)
+    # linear response corrects covariances, not means: its means are q's own (E_q of each
+    # site, Giordano et al. 2018), its sds those of N(mu, Cov_LR)'s constrained draws
+    scores["LR"] = _score(case, mf_mean, _moments(case, q, lr, seed)[1], lr_seconds,
+                          lr_warned)
     return scores
 
 
-def row(case: acc.Case, seeds: list[int]) -> tuple[str, bool, int]:
+def row(case: acc.Case, seeds: list[int], preset: str = "robust") -> tuple[str, bool, int]:
     """The markdown row of one case, whether FR met the targets on every seed, and the
     number of fits more than 1 sd off without a warning."""
     per: dict[str, list[Score]] = {"MF": [], "LR": [], "FR": []}
     for seed in seeds:
         for family in ("meanfield", "fullrank"):
-            for name, score in fit_scores(case, family, seed).items():
+            for name, score in fit_scores(case, family, seed, preset).items():
                 per[name].append(score)
     cells, silent = [], 0
     for name in ("MF", "LR", "FR"):
@@ -209,10 +220,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2 seeds, no D=100")
     parser.add_argument("--seeds", type=int, default=None, help="fits per case (5)")
     parser.add_argument("--only", default="", help="cases whose name starts with this")
+    parser.add_argument("--preset", default="robust", choices=("robust", "stan"),
+                        help="the preset of every fit (robust)")
     args = parser.parse_args()
     seeds = list(range(args.seeds or (2 if args.quick else 5)))
     start = time.perf_counter()
-    print("ADVI covariance benchmark: preset='robust', JAX float32; cells: worst mean "
+    print(f"ADVI covariance benchmark: preset={args.preset!r}, JAX float32; cells: worst mean "
           "error (sd) / worst median |log sd ratio| / median seconds per fit, over "
           f"{len(seeds)} seeds")
     common.print_environment()
@@ -234,7 +247,7 @@ def main() -> None:
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |")
     silent = 0
     for case in cases:
-        line, _, off = row(case, seeds)
+        line, _, off = row(case, seeds, args.preset)
         silent += off
         print(line, flush=True)
     print()
