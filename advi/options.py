@@ -51,7 +51,8 @@ class Options:
 
     Attributes:
         family: "meanfield" (paper Section 2.3) or "fullrank".
-        grad_samples: M >= 1, draws per gradient (paper Eq. 6).
+        grad_samples: M >= 1, draws per gradient (paper Eq. 6), or None: by family, 1 for
+            mean-field and 32 for full-rank (``advi.presets.FULLRANK_GRAD_SAMPLES``).
         elbo_samples: draws per ELBO estimate (Stan: 100).
         eta: step-size scale > 0, or None to run Stan's search over 100, 10, 1, 0.1, 0.01.
         adapt_iter: iterations per eta in that search (Stan: 50).
@@ -81,7 +82,7 @@ class Options:
     """
 
     family: str = "meanfield"
-    grad_samples: int = 1
+    grad_samples: int | None = 1
     elbo_samples: int = 100
     eta: float | None = None
     adapt_iter: int = 50
@@ -102,9 +103,10 @@ class Options:
 
     def __post_init__(self) -> None:
         _check_choice("family", self.family, tuple(FAMILIES))
-        for name in ("grad_samples", "elbo_samples", "adapt_iter", "eval_elbo", "max_iter",
+        for name in ("elbo_samples", "adapt_iter", "eval_elbo", "max_iter",
                      "fullrank_max_dim", "laplace_starts"):
             _check_int(name, getattr(self, name))
+        _check_int("grad_samples", self.grad_samples, optional=True)
         _check_int("khat_samples", self.khat_samples, minimum=0)
         _check_int("checkpoint_every", self.checkpoint_every, optional=True)
         _check_int("minibatch_size", self.minibatch_size, optional=True)
