@@ -25,11 +25,13 @@ def chunk_plan(num_warmup: int, num_samples: int, every: int) -> Iterator[tuple[
             yield phase, min(every, total - start)
 
 
-def seconds_per_gradient(potential_fn: Callable[[Any], Any], z: Any, *, steps: int = 20
-                         ) -> float:
-    """Seconds per gradient of ``potential_fn`` near ``z``, timed over ``steps`` gradients
-    chained in one compiled loop (as leapfrog steps are, without per-call overhead): the
-    first estimate of a leapfrog step's cost, refined by the chunks' own timings."""
+def seconds_per_gradient(potential_fn: Callable[[Any], Any], z: Any, *, steps: int = 20,
+                         clock: Callable[[], float] = time.perf_counter) -> float:
+    """Seconds per gradient of ``potential_fn`` near ``z``, timed on ``clock`` (``() ->
+    seconds``, ``time.perf_counter`` unless a test injects a fake one) over ``steps``
+    gradients chained in one compiled loop (as leapfrog steps are, without per-call
+    overhead): the first estimate of a leapfrog step's cost, refined by the chunks' own
+    timings."""
 
     def descend(z: Any) -> Any:
         def body(_: Any, z: Any) -> Any:
@@ -40,9 +42,9 @@ def seconds_per_gradient(potential_fn: Callable[[Any], Any], z: Any, *, steps: i
 
     compiled = jax.jit(descend).lower(z).compile()
     jax.block_until_ready(compiled(z))
-    start = time.perf_counter()
+    start = clock()
     jax.block_until_ready(compiled(z))
-    return (time.perf_counter() - start) / steps
+    return (clock() - start) / steps
 
 
 def affordable(wanted: int, remaining_s: float, spent_s: float, done: int) -> int:

@@ -70,16 +70,19 @@ logger = logging.getLogger(__name__)
 
 
 def starting_point(model: Callable[..., None], train: dict[str, Any], init: str,
-                    rng_key: jax.Array) -> tuple[Callable[..., Any], float, float]:
+                   rng_key: jax.Array, *, clock: Callable[[], float] = time.perf_counter
+                   ) -> tuple[Callable[..., Any], float, float]:
     """NumPyro init strategy for ``init`` (``uniform`` or ``advi``), with the seconds spent
-    finding the point: (strategy, optimisation seconds, compile seconds); zeros for
-    ``uniform``, NumPyro's ``init_to_uniform`` (radius 2, Stan's)."""
+    finding the point on ``clock`` (``() -> seconds``, as ``advi.fit``'s): (strategy,
+    optimisation seconds, compile seconds); zeros for ``uniform``, NumPyro's
+    ``init_to_uniform`` (radius 2, Stan's)."""
     if init == "uniform":
         return init_to_uniform(radius=2.0), 0.0, 0.0
     if init != "advi":
         raise ValueError(f"init = {init!r}: must be 'uniform' or 'advi'")
     with jax.enable_x64(False):  # ADVI in its own float32, whatever the chain's precision
-        fit = advi.fit(model, rng_key=rng_key, khat_samples=0, model_kwargs=train)
+        fit = advi.fit(model, rng_key=rng_key, khat_samples=0, model_kwargs=train,
+                       clock=clock)
     logger.info("init: ADVI's mean after %d iterations (%.2f s, %s)",
                 fit.num_iterations, fit.wall_s, fit.convergence_reason)
     values = {name: jnp.asarray(value, jnp.result_type(float))
@@ -106,16 +109,19 @@ class _Chain:
 
 
 def _start_chain(model: Callable[..., None], train: dict[str, Any], method: McmcConfig,
-                 rng_key: jax.Array) -> tuple[_Chain, Callable[[Any], Any], dict[str, float]]:
-    """The chain at its starting point with its chunk compiled; the function from its draws
-    (S, unconstrained) to constrained draws; and ``compile_s, init_s, init_compile_s``."""
-    setup_start = time.perf_counter()
+                 rng_key: jax.Array, clock: Callable[[], float]
+                 ) -> tuple[_Chain, Callable[[Any], Any], dict[str, float]]:
+    """The chain at its starting point with its chunk compiled and its stopwatch on
+    ``clock``; the function from its draws (S, unconstrained) to constrained draws; and
+    ``compile_s, init_s, init_compile_s`` (seconds on ``clock``)."""
+    setup_start = clock()
     init_key, chain_key = jax.random.split(rng_key)
-    clock = Stopwatch()
-    init_strategy, init_s, init_compile_s = starting_point(model, train, method.init, init_key)
-    clock.add(init_s)
+    stopwatch = Stopwatch(clock)
+    init_strategy, init_s, init_compile_s = starting_point(model, train, method.init, init_key,
+                                                           clock=clock)
+    stopwatch.add(init_s)
     is_nuts = isinstance(method, NutsConfig)
-    compile_start = time.perf_counter()
+    compile_start = clock()
     logger.info("compiling the %s kernel and a chunk of up to %d transitions ...",
                 "NUTS" if is_nuts else "HMC", method.checkpoint_every)
     # a batch of one key: NumPyro then searches the initial point in one compiled loop
@@ -140,14 +146,15 @@ def _start_chain(model: Callable[..., None], train: dict[str, Any], method: Mcmc
     ))(param_info, rng_key=chain_key)
     run_chunk = jax.jit(
         make_chunk(sample_kernel, capacity=method.checkpoint_every, forecast=not is_nuts))
-    step_s = None if is_nuts else seconds_per_gradient(model_info.potential_fn, state.z)
+    step_s = None if is_nuts else seconds_per_gradient(model_info.potential_fn, state.z,
+                                                       clock=clock)
     chunk = run_chunk.lower(state, np.int32(0), np.float32(0)).compile()
     jax.block_until_ready(state)
-    logger.info("compiled in %.1f s", time.perf_counter() - compile_start)
-    setup = {"compile_s": time.perf_counter() - setup_start - init_s, "init_s": init_s,
+    logger.info("compiled in %.1f s", clock() - compile_start)
+    setup = {"compile_s": clock() - setup_start - init_s, "init_s": init_s,
              "init_compile_s": init_compile_s}
-    chain = _Chain(state=state, chunk=chunk, clock=clock, init_s=init_s, is_hmc=not is_nuts,
-                   step_s=step_s, first_i=int(state.i))
+    chain = _Chain(state=state, chunk=chunk, clock=stopwatch, init_s=init_s,
+                   is_hmc=not is_nuts, step_s=step_s, first_i=int(state.i))
     return chain, jax.jit(jax.vmap(model_info.postprocess_fn)), setup
 
 
@@ -242,6 +249,7 @@ def run_mcmc(
     trace: TraceWriter,
     posterior_mean: PosteriorMean | None = None,
     stop: Callable[[], str | None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, Any]:
     """Runs one chain of NUTS (``NutsConfig``) or static HMC (``HmcConfig``) in chunks.
 
@@ -259,45 +267,74 @@ def run_mcmc(
             that the checkpoint scored (all post-warmup draws so far, or the warmup chunk's).
         stop: asked after every checkpoint; a reason (not None) stops the chain there
             (:class:`runners.interrupt.StopRequest`).
+        clock: ``() -> seconds`` behind the budget, the seconds per leapfrog step and every
+            reported time (``wall_s``, ``compile_s``, ``init_s``, ``checkpoint_s``; an ADVI
+            start is fitted on it too); ``time.perf_counter``, tests inject a fake one.
 
     Returns:
         The run's facts for ``info.json``: iterations, divergences and acceptance rate after
         warmup, final step size, compile seconds, seconds spent at checkpoints (scoring,
         writing: ``checkpoint_s``), why it stopped early (``stop_reason``).
     """
-    chain, constrain, setup = _start_chain(model, train, method, rng_key)
-    posterior, tally, checkpoint_s = RunningLogMeanExp(), _Tally(), 0.0
-    name = "nuts" if isinstance(method, NutsConfig) else "hmc"
-    for phase, (zs, diverging, accept_prob, num_steps) in _chunks(chain, method, budget_s):
-        sampling = phase == "sampling"
+    chain, constrain, setup = _start_chain(model, train, method, rng_key, clock)
+    checkpoints = _Checkpoints(chain, method, constrain, log_likelihood=log_likelihood,
+                               trace=trace, posterior_mean=posterior_mean)
+    checkpoint_s = 0.0
+    for phase, records in _chunks(chain, method, budget_s):
+        start = clock()
+        checkpoints.record(phase, records)
+        checkpoint_s += clock() - start
+        why = chain.stop_reason or (stop() if stop is not None else None)
+        if why is not None:
+            logger.info("%s: stopping after %d iterations (%s)", checkpoints.name,
+                        int(chain.state.i), why)
+            break
+    return _facts(chain, method, checkpoints.tally, {**setup, "checkpoint_s": checkpoint_s})
+
+
+class _Checkpoints:
+    """A chain's checkpoints: each scores its draws, writes its files
+    (:func:`record_checkpoint`, given ``log_likelihood, trace, posterior_mean`` as
+    ``outputs``) and logs a line. Sampling's draws join ``posterior`` (every post-warmup
+    draw so far) and ``tally``; a warmup chunk's are scored alone."""
+
+    def __init__(self, chain: _Chain, method: McmcConfig, constrain: Callable[[Any], Any],
+                 **outputs: Any) -> None:
+        self.chain, self.method, self.constrain, self.outputs = chain, method, constrain, outputs
+        self.name = "nuts" if isinstance(method, NutsConfig) else "hmc"
+        self.posterior, self.tally = RunningLogMeanExp(), _Tally()
+
+    def record(self, phase: str, records: tuple[Any, ...]) -> None:
+        """Records the checkpoint after a chunk of ``phase`` (:func:`_chunks`' records)."""
+        zs, diverging, accept_prob, num_steps = records
+        chain, tally, sampling = self.chain, self.tally, phase == "sampling"
         fresh = not sampling or tally.num_post == 0
         if sampling:
             tally.add(diverging, accept_prob, num_steps)
         step_size = float(chain.state.adapt_state.step_size)
-        start = time.perf_counter()
         lpd = record_checkpoint(
-            constrain(zs), iteration=int(chain.state.i), wall_s=chain.clock.elapsed_s,
-            phase=phase, scores=posterior if sampling else RunningLogMeanExp(), fresh=fresh,
-            log_likelihood=log_likelihood, trace=trace, posterior_mean=posterior_mean,
+            self.constrain(zs), iteration=int(chain.state.i), wall_s=chain.clock.elapsed_s,
+            phase=phase, scores=self.posterior if sampling else RunningLogMeanExp(),
+            fresh=fresh, **self.outputs,
             columns={"phase": phase, "accept_prob": float(np.mean(accept_prob)),
                      "divergences": tally.divergences, "step_size": step_size})
-        checkpoint_s += time.perf_counter() - start
         logger.info("%s iteration %d/%d (%s): accept %.3f, step size %.3g, divergences %d, "
-                    "heldout_lpd %.4f, %.2f s", name, int(chain.state.i),
-                    method.num_warmup + method.num_samples, phase,
+                    "heldout_lpd %.4f, %.2f s", self.name, int(chain.state.i),
+                    self.method.num_warmup + self.method.num_samples, phase,
                     float(np.mean(accept_prob)), step_size, tally.divergences, lpd,
                     chain.clock.elapsed_s)
-        why = chain.stop_reason or (stop() if stop is not None else None)
-        if why is not None:
-            logger.info("%s: stopping after %d iterations (%s)", name, int(chain.state.i), why)
-            break
+
+
+def _facts(chain: _Chain, method: McmcConfig, tally: _Tally, seconds: dict[str, float]
+           ) -> dict[str, Any]:
+    """What ``info.json`` records of a finished chain (``seconds``: ``compile_s, init_s,
+    init_compile_s, checkpoint_s``)."""
     return {
         "iterations": int(chain.state.i),
         "num_warmup_done": min(int(chain.state.i), method.num_warmup),
         "num_samples_done": tally.num_post,
         "wall_s": chain.clock.elapsed_s,
-        **setup,
-        "checkpoint_s": checkpoint_s,
+        **seconds,
         "init": method.init,
         "stopped_by_budget": chain.stop_reason is not None,
         "stop_reason": chain.stop_reason,

@@ -2,12 +2,13 @@
 
 Model: mu ~ N(0, 10^2), y_n | mu ~ N(mu, 1). Posterior N(m, v), v = 1 / (N + 0.01),
 m = v sum_n y_n; the posterior predictive of a held-out y is N(m, 1 + v).
+
+Timing is tested on fake clocks (``clock=``), whose seconds pass by known amounts: per
+reading, per log-density evaluation or per scoring, never with the machine's speed.
 """
 
 import logging
 import re
-import time
-from contextlib import contextmanager
 from typing import NamedTuple
 
 import jax
@@ -21,11 +22,9 @@ from numpyro.infer.util import initialize_model
 from scipy.stats import norm
 
 from planning.methods import AdviConfig, HmcConfig, NutsConfig
-from runners import mcmc_runner
 from runners.advi_runner import run_advi
 from runners.mcmc_chunks import affordable, chunk_plan, make_chunk
 from runners.mcmc_runner import run_mcmc, starting_point
-from runners.stopwatch import Stopwatch
 from runners.trace import TraceWriter
 
 Y_TRAIN = np.random.default_rng(0).normal(1.5, 1.0, size=40).astype(np.float32)
@@ -50,10 +49,11 @@ def exact_lpd() -> float:
 
 
 def _run(runner, method, tmp_path, *, seed=0, budget_s=1e6, scorer=log_likelihood, stop=None,
-         **extra):
+         target=model, **extra):
     trace = TraceWriter(tmp_path / f"trace{seed}.csv", identity={"seed": seed})
-    facts = runner(model, {"y": jnp.asarray(Y_TRAIN)}, method, rng_key=jax.random.PRNGKey(seed),
-                   budget_s=budget_s, log_likelihood=scorer, trace=trace, stop=stop, **extra)
+    facts = runner(target, {"y": jnp.asarray(Y_TRAIN)}, method,
+                   rng_key=jax.random.PRNGKey(seed), budget_s=budget_s, log_likelihood=scorer,
+                   trace=trace, stop=stop, **extra)
     return facts, pd.read_csv(trace.path)
 
 
@@ -69,28 +69,41 @@ def _stop_after(checkpoints):
 
 
 class _FakeClock:
-    """Each reading is 1 ms after the last; a slow step adds its seconds by hand."""
+    """Each reading is ``tick`` seconds after the last, so a block timed by two consecutive
+    readings (a compiled chunk on the MCMC stopwatch) lasts exactly one tick; a slow step
+    adds its seconds by hand."""
 
-    def __init__(self):
-        self.now = 0.0
+    def __init__(self, tick=1e-3):
+        self.now, self.tick = 0.0, tick
 
     def __call__(self):
-        self.now += 1e-3
+        self.now += self.tick
         return self.now
+
+
+class _GradientClock:
+    """Seconds that pass only while the log density of :meth:`model` is evaluated, ``cost``
+    per evaluation (one per leapfrog step or gradient), counted by a callback from the
+    compiled code: time proportional to the sampler's work, as on a real machine."""
+
+    def __init__(self, cost):
+        self.now, self.cost = 0.0, cost
+
+    def __call__(self):
+        return self.now
+
+    def spend(self):
+        self.now += self.cost
+
+    def model(self, y):
+        jax.debug.callback(self.spend)
+        model(y)
 
 
 def _slow_on(clock, seconds):
     """A scorer that takes ``seconds`` on the fake ``clock``."""
     def scorer(samples):
         clock.now += seconds
-        return log_likelihood(samples)
-
-    return scorer
-
-
-def _slow(seconds):
-    def scorer(samples):
-        time.sleep(seconds)
         return log_likelihood(samples)
 
     return scorer
@@ -139,9 +152,12 @@ def test_static_hmc_runs_with_its_fixed_trajectory(tmp_path):
 def test_hmc_started_at_advis_mean_counts_advis_seconds_on_its_clock(tmp_path):
     method = HmcConfig(num_warmup=20, num_samples=20, checkpoint_every=20,
                        trajectory_length=1.0, init="advi")
-    facts, trace = _run(run_mcmc, method, tmp_path)
+    facts, trace = _run(run_mcmc, method, tmp_path, clock=_FakeClock())
     assert facts["init"] == "advi" and facts["init_s"] > 0 and facts["init_compile_s"] > 0
-    assert trace["wall_s"].iloc[0] > facts["init_s"]
+    # ADVI's seconds on the same clock, then a tick per piece: the first transition alone,
+    # the rest of the warmup chunk, the sampling chunk
+    init_s = facts["init_s"]
+    assert list(trace["wall_s"]) == pytest.approx([init_s + 2e-3, init_s + 3e-3])
     assert trace["heldout_lpd"].iloc[-1] == pytest.approx(exact_lpd(), abs=0.02)
 
 
@@ -157,37 +173,28 @@ def test_advi_starting_point_is_near_the_posterior_mean():
 
 
 def test_mcmc_stops_at_the_first_checkpoint_past_its_budget(tmp_path):
-    facts, trace = _run(run_mcmc, NUTS, tmp_path, budget_s=1e-9)
+    facts, trace = _run(run_mcmc, NUTS, tmp_path, budget_s=0.5, clock=_FakeClock(tick=1.0))
     # the first transition runs alone (to time it) and already passes the budget
-    assert len(trace) == 1 and facts["stopped_by_budget"] and facts["iterations"] == 1
+    assert list(trace["iteration"]) == [1] and list(trace["wall_s"]) == [1.0]
+    assert facts["stopped_by_budget"] and facts["iterations"] == 1 and facts["wall_s"] == 1.0
 
 
-class _SecondPerChunk(Stopwatch):
-    """A clock on which every running block takes exactly one second."""
-
-    @contextmanager
-    def running(self):
-        yield
-        self._elapsed_s += 1.0
-
-
-def test_mcmc_cuts_the_chunk_that_would_run_past_its_budget(tmp_path, monkeypatch):
-    monkeypatch.setattr(mcmc_runner, "Stopwatch", _SecondPerChunk)
+def test_mcmc_cuts_the_chunk_that_would_run_past_its_budget(tmp_path):
     method = NutsConfig(num_warmup=60, num_samples=60, checkpoint_every=30)
-    facts, trace = _run(run_mcmc, method, tmp_path, budget_s=5.5)
+    facts, trace = _run(run_mcmc, method, tmp_path, budget_s=5.5, clock=_FakeClock(tick=1.0))
     # Each piece takes 1 s on this clock: the first transition alone, then what the rates so
     # far (per transition, per leapfrog step) afford of the remaining seconds. The first
-    # chunk ends inside the budget, the second is cut short, at most one piece past it.
+    # chunk ends inside the budget, the second is cut short by the piece that passes it.
     assert len(trace) == 2 and trace["iteration"].iloc[0] == 30
     assert 30 < trace["iteration"].iloc[1] < 60
-    assert trace["wall_s"].iloc[0] < 5.5 < trace["wall_s"].iloc[1] <= 5.5 + 1.0
+    assert trace["wall_s"].iloc[0] < 5.5 and trace["wall_s"].iloc[1] == 6.0
+    assert facts["wall_s"] == 6.0
     assert facts["stopped_by_budget"] and facts["stop_reason"] == "the budget of 5.5 s was reached"
 
 
-def test_a_slow_first_transition_stops_the_run_within_its_chunk(tmp_path, monkeypatch):
-    monkeypatch.setattr(mcmc_runner, "Stopwatch", _SecondPerChunk)
+def test_a_slow_first_transition_stops_the_run_within_its_chunk(tmp_path):
     method = NutsConfig(num_warmup=60, num_samples=60, checkpoint_every=30)
-    facts, trace = _run(run_mcmc, method, tmp_path, budget_s=1.5)
+    facts, trace = _run(run_mcmc, method, tmp_path, budget_s=1.5, clock=_FakeClock(tick=1.0))
     # the first transition took 1 s: the 0.5 s left afford one more, not the other 29
     assert list(trace["iteration"]) == [2] and list(trace["wall_s"]) == [2.0]
     assert facts["stopped_by_budget"]
@@ -230,30 +237,53 @@ def test_a_nuts_chunk_stops_after_the_transition_that_reaches_its_step_limit(ste
     np.testing.assert_allclose(records[3][:count], 2.0 ** np.arange(count))
 
 
+def _forecast(stop_reason):
+    """(leapfrog steps, seconds) of the transition that HMC's ``stop_reason`` forecast."""
+    match = re.fullmatch(r"the next HMC transition needed (\S+) leapfrog steps \(step size "
+                         r"\S+\), about (\S+) s, past the budget of \S+ s", stop_reason)
+    assert match, stop_reason
+    return float(match[1]), float(match[2])
+
+
 def test_hmc_stops_before_a_transition_that_would_pass_its_budget(tmp_path):
-    # A trajectory of 20,000 (mu's posterior sd is 0.16): ~10^5 leapfrog steps per transition.
+    # A trajectory of 2,000 (mu's posterior sd is 0.16): the first transition takes 2,000
+    # leapfrog steps (Stan's L at the nominal step size 1), 20 s at 10 ms a step; the 80 s
+    # left afford 4 more at that rate, but as warmup shrinks the step size a transition
+    # grows to ~10^4 steps, and the compiled loop stops before the one that would pass the
+    # budget.
+    clock = _GradientClock(cost=0.01)
     method = HmcConfig(num_warmup=40, num_samples=40, checkpoint_every=40,
-                       trajectory_length=20_000.0)
-    facts, trace = _run(run_mcmc, method, tmp_path, budget_s=0.3)
-    # usually the leapfrog-step forecast stops it; on a slow start the budget itself may
-    assert facts["stopped_by_budget"] and ("leapfrog steps" in facts["stop_reason"]
-                                           or "budget" in facts["stop_reason"])
-    assert 0 < facts["iterations"] < 40 and len(trace) == 1
-    assert facts["wall_s"] < 0.3 * 1.2  # it stopped before passing the budget, not after
+                       trajectory_length=2000.0)
+    facts, trace = _run(run_mcmc, method, tmp_path, budget_s=100.0, clock=clock,
+                        target=clock.model)
+    steps, seconds = _forecast(facts["stop_reason"])
+    assert facts["stopped_by_budget"] and 1 < facts["iterations"] < 5 and len(trace) == 1
+    assert trace["wall_s"].iloc[0] == facts["wall_s"] <= 100.0  # stopped before the budget
+    assert seconds == pytest.approx(steps * 0.01, rel=1e-2)  # at the true seconds per step
+    assert facts["wall_s"] + seconds > 100.0  # ... as the next transition would pass it
 
 
 def test_hmc_that_cannot_make_one_transition_in_budget_scores_its_initial_point(tmp_path):
+    clock = _GradientClock(cost=1e-3)
     method = HmcConfig(num_warmup=10, num_samples=10, checkpoint_every=10,
                        trajectory_length=1e7)
-    facts, trace = _run(run_mcmc, method, tmp_path, budget_s=0.01)
+    facts, trace = _run(run_mcmc, method, tmp_path, budget_s=5.0, clock=clock,
+                        target=clock.model)
     assert facts["iterations"] == 0 and facts["stopped_by_budget"]
+    # 10^7 steps at the 1 ms per gradient timed before the chain started: not one is taken
+    assert _forecast(facts["stop_reason"]) == (1e7, 1e4) and facts["wall_s"] == 0.0
     assert list(trace["iteration"]) == [0] and list(trace["num_draws"]) == [1]
-    assert np.isfinite(trace["heldout_lpd"].iloc[0]) and trace["wall_s"].iloc[0] < 0.01
+    assert np.isfinite(trace["heldout_lpd"].iloc[0]) and list(trace["wall_s"]) == [0.0]
 
 
-def test_mcmc_clock_excludes_held_out_evaluation(tmp_path):
-    facts, trace = _run(run_mcmc, NUTS, tmp_path, scorer=_slow(0.2))
-    assert facts["wall_s"] < 0.2  # five evaluations slept for 1 s in all
+def test_mcmc_clock_excludes_held_out_evaluation_and_counts_it_apart(tmp_path):
+    clock = _FakeClock()
+    facts, trace = _run(run_mcmc, NUTS, tmp_path, scorer=_slow_on(clock, 1000.0), clock=clock)
+    # a tick (1 ms) per piece: the first transition alone, the rest of its chunk, then one
+    # piece per chunk; none of the 1,000 s that each checkpoint's scoring took
+    assert list(trace["wall_s"]) == pytest.approx([2e-3, 3e-3, 4e-3, 5e-3, 6e-3])
+    assert facts["wall_s"] == pytest.approx(6e-3)
+    assert facts["checkpoint_s"] == pytest.approx(1000.0 * len(trace), abs=0.1)
 
 
 ADVI = AdviConfig(max_iter=600, checkpoint_every=100, eval_draws=200)
@@ -295,9 +325,3 @@ def test_a_stop_request_ends_the_run_at_that_checkpoint(tmp_path, runner, method
     facts, trace = _run(runner, method, tmp_path, stop=_stop_after(2))
     assert list(trace["iteration"]) == [every, 2 * every]
     assert facts["iterations"] == 2 * every and not facts["stopped_by_budget"]
-
-
-def test_the_seconds_spent_at_mcmc_checkpoints_are_counted_apart(tmp_path):
-    facts, trace = _run(run_mcmc, NUTS, tmp_path, scorer=_slow(0.1))
-    assert facts["checkpoint_s"] >= 0.1 * len(trace)  # each checkpoint slept 0.1 s
-    assert facts["wall_s"] < 0.1 * len(trace)
