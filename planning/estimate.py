@@ -5,8 +5,9 @@ compilation and scoring its clock leaves out (:func:`wall_clock_limit`, also the
 profile's time limit). Its *estimate* comes from a measured run of the same experiment and
 method (``conf/estimates.yaml``, written by ``scripts/plan.py --measure``): a run that
 ended on its own before its budget takes the wall-clock seconds it took (``total_s``); one
-that used its whole budget takes the planned budget times its measured ratio of wall-clock
-to clock seconds (``total_s / wall_s``: scoring and compilation). A run with no measurement
+that stopped for its budget takes the planned budget, plus its scoring at the measured
+seconds per clock second, plus its measured fixed seconds (compilation, loading:
+:meth:`Measured.seconds_for`). A run with no measurement
 counts at its worst case. The hours on N cores are those of a list schedule of the runs,
 longest first, each on as many cores as it declares (Graham 1969: within 4/3 of the best
 schedule), as Snakemake's own scheduler packs them at best.
@@ -47,18 +48,34 @@ def wall_clock_limit(budget_s: float) -> float:
 
 
 class Measured(NamedTuple):
-    """A measured run: its clock seconds (``wall_s``), wall-clock seconds (``total_s``) and
-    budget (``budget_s``), from its ``info.json``."""
+    """A measured run, from its ``info.json``: its clock seconds (``wall_s``), wall-clock
+    seconds (``total_s``), budget (``budget_s``), the seconds it spent scoring and writing
+    checkpoints (``checkpoint_s``, None if not recorded) and whether it stopped for its
+    budget (``budget_bound``: its ``stopped_by_budget``, which also covers HMC's stop
+    before a transition that would pass the budget; None if not recorded: then a run whose
+    clock reached ``BUDGET_USED`` of its budget counts as budget-bound)."""
 
     wall_s: float
     total_s: float
     budget_s: float
+    checkpoint_s: float | None = None
+    budget_bound: bool | None = None
 
     def seconds_for(self, budget_s: float) -> float:
-        """Its expected wall-clock seconds under budget ``budget_s``."""
-        if self.wall_s < BUDGET_USED * self.budget_s:
+        """Its expected wall-clock seconds under budget ``budget_s``: ``total_s`` if it
+        ended on its own; if it was budget-bound, the planned budget plus the scoring that
+        grows with it (``checkpoint_s`` per clock second) plus its fixed seconds
+        (compilation, loading: ``total_s - wall_s - checkpoint_s``), or, where
+        ``checkpoint_s`` is not recorded, the budget times ``total_s / wall_s``."""
+        bound = (self.wall_s >= BUDGET_USED * self.budget_s if self.budget_bound is None
+                 else self.budget_bound)
+        if not bound:
             return self.total_s
-        return budget_s * self.total_s / max(self.wall_s, 1e-9)
+        wall_s = max(self.wall_s, 1e-9)
+        if self.checkpoint_s is None:
+            return budget_s * self.total_s / wall_s
+        fixed_s = max(self.total_s - self.wall_s - self.checkpoint_s, 0.0)
+        return budget_s * (1.0 + self.checkpoint_s / wall_s) + fixed_s
 
 
 class RunEstimate(NamedTuple):
@@ -75,13 +92,14 @@ class RunEstimate(NamedTuple):
 
 def read_estimates(path: str | Path = ESTIMATES_FILE) -> dict[str, dict[str, Measured]]:
     """``{experiment: {method run name: Measured}}`` from ``path`` (YAML; its ``paper``
-    key; each method ``{wall_s: ..., total_s: ..., budget_s: ...}``), empty where the file
-    is missing."""
+    key; each method ``{wall_s, total_s, budget_s}`` and optionally ``checkpoint_s`` and
+    ``budget_bound``: :class:`Measured`), empty where the file is missing."""
     path = Path(path)
     if not path.exists():
         return {}
     table = (yaml.safe_load(path.read_text()) or {}).get("paper") or {}
-    return {experiment: {m: Measured(**{k: float(v) for k, v in run.items()})
+    return {experiment: {m: Measured(**{k: v if k == "budget_bound" or v is None else float(v)
+                                        for k, v in run.items()})
                          for m, run in (methods or {}).items()}
             for experiment, methods in table.items()}
 

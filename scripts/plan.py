@@ -24,18 +24,22 @@ from planning.workflow import plan_workflow
 
 
 def measured(results_dir: Path, skip: tuple[str, ...] = ()
-             ) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
-    """``{"paper": {experiment: {method: {wall_s, total_s, budget_s}}}}`` of the finished
+             ) -> dict[str, dict[str, dict[str, dict[str, float | bool]]]]:
+    """``{"paper": {experiment: {method: {wall_s, total_s, budget_s, checkpoint_s,
+    budget_bound}}}}`` (:class:`planning.estimate.Measured`) of the finished
     paper-scale runs under ``results_dir/runs/paper`` (the run of the median ``total_s``
     where several seeds ran), leaving out the methods named in ``skip`` (e.g. runs made
     with code that has changed since)."""
-    runs: dict[str, dict[str, list[dict[str, float]]]] = {}
+    runs: dict[str, dict[str, list[dict[str, float | bool]]]] = {}
     for path in sorted((results_dir / "runs" / "paper").glob("*/*/seed*/info.json")):
         info = json.loads(path.read_text())
         if (info.get("status") != "finished" or info.get("wall_s") is None
                 or info["method"] in skip):
             continue
-        record = {k: round(float(info[k]), 2) for k in ("wall_s", "total_s", "budget_s")}
+        record = {k: round(float(info[k]), 2)
+                  for k in ("wall_s", "total_s", "budget_s", "checkpoint_s") if k in info}
+        if "stopped_by_budget" in info:
+            record["budget_bound"] = bool(info["stopped_by_budget"])
         runs.setdefault(info["experiment"], {}).setdefault(info["method"], []).append(record)
     return {"paper": {e: {m: sorted(r, key=lambda x: x["total_s"])[(len(r) - 1) // 2]
                           for m, r in methods.items()} for e, methods in runs.items()}}

@@ -46,6 +46,16 @@ def test_measured_runs_count_at_their_seconds_and_the_rest_at_their_budget():
     assert wall_clock_limit(1800.0) > 1800.0
 
 
+def test_a_budget_bound_run_scales_its_scoring_but_not_its_compilation():
+    # 100 s compiling, 200 s of clock, 50 s scoring: at a budget of 1,000 s the clock runs
+    # 1,000 s, scoring grows with it (250 s) and compilation stays 100 s
+    hmc = Measured(wall_s=200.0, total_s=350.0, budget_s=900.0, checkpoint_s=50.0,
+                   budget_bound=True)  # HMC's stop before a transition past the budget
+    assert hmc.seconds_for(1000.0) == pytest.approx(1000.0 + 250.0 + 100.0)
+    assert Measured(200.0, 350.0, 900.0, 50.0, budget_bound=False).seconds_for(1000.0) == 350.0
+    assert Measured(200.0, 350.0, 900.0).seconds_for(1000.0) == 350.0  # clock < 95% budget
+
+
 def test_the_summary_gives_core_hours_and_hours_on_each_core_count():
     runs = [Run("e", f"m{i}", 1, 3600.0) for i in range(4)]
     estimates = estimate_runs(runs, {})
@@ -80,11 +90,13 @@ def test_measured_runs_are_read_from_a_results_folder(tmp_path):
         folder.mkdir(parents=True)
         (folder / "info.json").write_text(json.dumps({
             "experiment": "e1", "method": method, "status": status, "wall_s": total_s / 2,
-            "total_s": total_s, "budget_s": 600.0}))
+            "total_s": total_s, "budget_s": 600.0, "checkpoint_s": 1.0,
+            "stopped_by_budget": False}))
 
     for seed, total in enumerate([30.0, 10.0, 20.0]):
         run("nuts", seed, total)
     run("hmc", 0, 5.0)
     run("advi_M1", 0, 7.0, status="stopped early: KeyboardInterrupt")
     table = plan.measured(tmp_path, skip=("hmc",))["paper"]
-    assert table == {"e1": {"nuts": {"wall_s": 10.0, "total_s": 20.0, "budget_s": 600.0}}}
+    assert table == {"e1": {"nuts": {"wall_s": 10.0, "total_s": 20.0, "budget_s": 600.0,
+                                     "checkpoint_s": 1.0, "budget_bound": False}}}
