@@ -71,8 +71,10 @@ class AdviConfig:
         return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
 
     def resolved(self) -> advi.Options:
-        """Every ``advi.fit`` option with its value for this run (preset, then overrides)."""
-        return advi.PRESETS[self.preset].replace(**self.options())
+        """Every ``advi.fit`` option with its value for this run (preset, then overrides;
+        ``advi.presets.resolve``, as ``advi.fit`` resolves them: e.g. the robust preset's
+        M is 1 for mean-field and ``advi.presets.FULLRANK_GRAD_SAMPLES`` for full-rank)."""
+        return advi.presets.resolve(self.preset, self.options())
 
     def run_name(self) -> str:
         """The method's folder name, e.g. ``advi_M1``, ``advi_M10_B500``, ``advi_robust_M1``.
