@@ -28,10 +28,12 @@ FITS = {"E1 NUTS": ["experiment=linreg_ard", "method=nuts"],
 TARGET = 1.15
 
 
-def start(overrides: list[str], results: Path, budget_s: float, log: Path) -> subprocess.Popen:
-    """``scripts/fit.py`` with ``overrides`` into ``results``, its output into ``log``."""
+def start(overrides: list[str], results: Path, budget_s: float, log: Path, cores: int = 1
+          ) -> subprocess.Popen:
+    """``scripts/fit.py`` with ``overrides`` on ``cores`` CPUs into ``results``, its output
+    into ``log``."""
     command = [sys.executable, str(REPO / "scripts" / "fit.py"), *overrides, "seed=0",
-               "cores=1", f"budget_s={budget_s}", f"results_dir={results}"]
+               f"cores={cores}", f"budget_s={budget_s}", f"results_dir={results}"]
     return subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
 
