@@ -30,3 +30,22 @@ def skip_unless_fetchable(folder):
 def real_data(tmp_path_factory):
     """The real data sets are at hand (from the mirror or upstream), else the test skips."""
     skip_unless_fetchable(tmp_path_factory.mktemp("real_data"))
+
+
+@pytest.fixture(scope="session")
+def centred_eight_schools():
+    """``(model, y, sigma)``: the centred eight schools model (a funnel: theta's prior scale
+    is tau) with the classic data (Rubin 1981; Gelman et al., BDA3 Section 5.5)."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    def model(y, sigma):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+        tau = numpyro.sample("tau", dist.HalfCauchy(5.0))
+        with numpyro.plate("schools", y.shape[0]):
+            theta = numpyro.sample("theta", dist.Normal(mu, tau))
+            numpyro.sample("y", dist.Normal(theta, sigma), obs=y)
+
+    return (model, jnp.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0]),
+            jnp.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0]))

@@ -87,23 +87,10 @@ def test_linear_response_refuses_a_q_away_from_a_maximum():
         covariance(q, "linear_response")
 
 
-def _centred_eight_schools(y, sigma):
-    mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
-    tau = numpyro.sample("tau", dist.HalfCauchy(5.0))
-    with numpyro.plate("schools", y.shape[0]):
-        theta = numpyro.sample("theta", dist.Normal(mu, tau))
-        numpyro.sample("y", dist.Normal(theta, sigma), obs=y)
-
-
-EIGHT_SCHOOLS = (jnp.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0]),
-                 jnp.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0]))
-
-
-def test_linear_response_warns_on_a_funnel_naming_the_coordinate():
+def test_linear_response_warns_on_a_funnel_naming_the_coordinate(centred_eight_schools):
     # centred eight schools: log tau's linear-response variance is ~50x what it is without
     # the mean-variance coupling (NUTS: log tau's sd 1.11; linear response: about 9)
-    result = advi.fit(_centred_eight_schools, *EIGHT_SCHOOLS, rng_key=KEY, preset="robust",
-                      khat_samples=0)
+    result = advi.fit(*centred_eight_schools, rng_key=KEY, preset="robust", khat_samples=0)
     with pytest.warns(advi.LinearResponseWarning) as caught:
         cov = result.covariance("linear_response")
     message = str(caught[0].message)

@@ -66,21 +66,9 @@ def test_robust_fullrank_recovers_a_correlated_gaussian():
     np.testing.assert_allclose(L @ L.T, cov, atol=0.1)
 
 
-def _eight_schools_centred(y, sigma):
-    mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
-    tau = numpyro.sample("tau", dist.HalfCauchy(5.0))
-    with numpyro.plate("schools", y.shape[0]):
-        theta = numpyro.sample("theta", dist.Normal(mu, tau))
-        numpyro.sample("y", dist.Normal(theta, sigma), obs=y)
-
-
-EIGHT_Y = jnp.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
-EIGHT_SIGMA = jnp.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
-
-
-def test_a_funnel_whose_mode_runs_off_falls_back_to_the_random_start():
-    result = advi.fit(_eight_schools_centred, EIGHT_Y, EIGHT_SIGMA, rng_key=KEY,
-                      preset="robust", khat_samples=0, max_iter=3000)
+def test_a_funnel_whose_mode_runs_off_falls_back_to_the_random_start(centred_eight_schools):
+    result = advi.fit(*centred_eight_schools, rng_key=KEY, preset="robust", khat_samples=0,
+                      max_iter=3000)
     assert result.start.startswith("init=random (no usable mode")
     assert np.all(np.isfinite(np.asarray(result.params.mu)))
     assert -5.0 < float(result.mean()["mu"]) < 15.0
