@@ -31,6 +31,7 @@ from jax import Array
 
 from .families import Family, get_family
 from .options import Options
+from .presets import resolve
 from .result import Approximation
 from .step import ADVIState, StepInfo, fresh_state, step
 from .step_size import get_optimizer
@@ -63,7 +64,7 @@ def algorithm(
     *,
     family: str | Family = "meanfield",
     optimizer: str | optax.GradientTransformation = "stan",
-    grad_samples: int = 1,
+    grad_samples: int | None = 1,
     precondition: bool = False,
     init: str = "random",
 ) -> Algorithm:
@@ -74,7 +75,8 @@ def algorithm(
             only its functions and K are kept, never its data.
         family: "meanfield" or "fullrank" (or a :class:`advi.families.Family`).
         optimizer: as :func:`advi.get_optimizer` ("stan": the paper's step-size sequence).
-        grad_samples: M >= 1 draws per gradient.
+        grad_samples: M >= 1 draws per gradient, or None: by family, as
+            :func:`advi.presets.resolve` (1 mean-field, 32 full-rank).
         precondition: mean-field: scale the mean's steps by q's standard deviations;
             full-rank: steps in the coordinates whitened by q (the robust preset's steps).
         init: the initial mean: "random" (N(0, I)), "zero" (Algorithm 1), "stan" (U(-2, 2)).
@@ -85,8 +87,8 @@ def algorithm(
     """
     fam = family if isinstance(family, Family) else get_family(family)
     opt = get_optimizer(optimizer)
-    Options(family=fam.name, optimizer=opt, grad_samples=grad_samples,
-            precondition=precondition, init=init)
+    grad_samples = resolve(Options(family=fam.name, optimizer=opt, grad_samples=grad_samples,
+                                   precondition=precondition, init=init), {}).grad_samples
     bare = target._replace(data=None)
 
     def init_fn(rng_key: Array | None, params: Any = None) -> ADVIState:

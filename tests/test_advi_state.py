@@ -85,3 +85,18 @@ def test_caches_keep_no_data_once_the_result_is_gone(preset):
     del result, x, y
     gc.collect()
     assert _data_arrays(shape[0]) == []
+
+
+def test_an_algorithm_takes_m_by_family_as_advi_fit_does():
+    # grad_samples=None: 1 draw per gradient for mean-field, 32 for full-rank; on a
+    # standard normal target the full-rank step's ELBO estimate is the mean of 32 draws,
+    # so it differs from the 1-draw estimate of the same key
+    target = advi.from_log_density(lambda z: -0.5 * z @ z, 3)
+    key = jax.random.PRNGKey(0)
+    elbos = {}
+    for m in (None, 1, advi.presets.FULLRANK_GRAD_SAMPLES):
+        alg = advi.algorithm(target, family="fullrank", grad_samples=m, precondition=True)
+        elbos[m] = float(alg.step(alg.init(key), key, 0.1, target.data)[1].elbo)
+    assert elbos[None] == elbos[advi.presets.FULLRANK_GRAD_SAMPLES] != elbos[1]
+    with pytest.raises(ValueError, match="grad_samples=0"):
+        advi.algorithm(target, grad_samples=0)
