@@ -5,9 +5,11 @@ compilation and scoring its clock leaves out (:func:`wall_clock_limit`, also the
 profile's time limit). Its *estimate* comes from a measured run of the same experiment and
 method (``conf/estimates.yaml``, written by ``scripts/plan.py --measure``): a run that
 ended on its own before its budget takes the wall-clock seconds it took (``total_s``); one
-that stopped for its budget takes the planned budget, plus its scoring at the measured
-seconds per clock second, plus its measured fixed seconds (compilation, loading:
-:meth:`Measured.seconds_for`). A run with no measurement
+that stopped for its budget under a different budget takes the planned budget, plus its
+scoring at the measured seconds per clock second, plus its measured fixed seconds
+(compilation, loading: :meth:`Measured.seconds_for`); under the same budget it takes what
+it took (HMC's stop before a transition it cannot finish in time ends it short of its
+budget, which no scaling would tell). A run with no measurement
 counts at its worst case. The hours on N cores are those of a list schedule of the runs,
 longest first, each on as many cores as it declares (Graham 1969: within 4/3 of the best
 schedule), as Snakemake's own scheduler packs them at best.
@@ -63,13 +65,14 @@ class Measured(NamedTuple):
 
     def seconds_for(self, budget_s: float) -> float:
         """Its expected wall-clock seconds under budget ``budget_s``: ``total_s`` if it
-        ended on its own; if it was budget-bound, the planned budget plus the scoring that
-        grows with it (``checkpoint_s`` per clock second) plus its fixed seconds
-        (compilation, loading: ``total_s - wall_s - checkpoint_s``), or, where
-        ``checkpoint_s`` is not recorded, the budget times ``total_s / wall_s``."""
+        ended on its own or ran under this same budget; if it was budget-bound under
+        another, the planned budget plus the scoring that grows with it (``checkpoint_s``
+        per clock second) plus its fixed seconds (compilation, loading: ``total_s - wall_s
+        - checkpoint_s``), or, where ``checkpoint_s`` is not recorded, the budget times
+        ``total_s / wall_s``."""
         bound = (self.wall_s >= BUDGET_USED * self.budget_s if self.budget_bound is None
                  else self.budget_bound)
-        if not bound:
+        if not bound or budget_s == self.budget_s:
             return self.total_s
         wall_s = max(self.wall_s, 1e-9)
         if self.checkpoint_s is None:

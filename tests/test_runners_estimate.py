@@ -56,6 +56,15 @@ def test_a_budget_bound_run_scales_its_scoring_but_not_its_compilation():
     assert Measured(200.0, 350.0, 900.0).seconds_for(1000.0) == 350.0  # clock < 95% budget
 
 
+def test_a_budget_bound_run_under_the_planned_budget_counts_at_what_it_took():
+    # HMC at a 3,600 s budget that stopped at 1,900 s of clock, before a transition it
+    # could not finish in time: the same budget again ends the same way, not at 3,600 s
+    hmc = Measured(wall_s=1900.0, total_s=2000.0, budget_s=3600.0, checkpoint_s=20.0,
+                   budget_bound=True)
+    assert hmc.seconds_for(3600.0) == 2000.0
+    assert hmc.seconds_for(1800.0) == pytest.approx(1800.0 * (1 + 20.0 / 1900.0) + 80.0)
+
+
 def test_the_summary_gives_core_hours_and_hours_on_each_core_count():
     runs = [Run("e", f"m{i}", 1, 3600.0) for i in range(4)]
     estimates = estimate_runs(runs, {})
