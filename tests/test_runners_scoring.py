@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
+from scipy.special import logsumexp
 
-from runners.scoring import RunningLogMeanExp, heldout_lpd, score_draws
+from runners.scoring import RunningLogMeanExp, heldout_lpd, log_sum_exp, score_draws
 
 
 def _log_lik(seed: int, num_draws: int = 57, num_heldout: int = 13) -> np.ndarray:
@@ -33,6 +34,19 @@ def test_running_log_mean_exp_equals_the_batch_score(splits):
         start += size
     assert running.num_draws == 57
     assert running.lpd() == pytest.approx(heldout_lpd(log_lik), abs=1e-9)
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-13), (np.float32, 1e-6)])
+def test_log_sum_exp_matches_scipy_with_infinities_and_underflow(dtype, rtol):
+    log_lik = np.concatenate([_log_lik(4, num_heldout=5), np.full((57, 2), -np.inf)], axis=1)
+    log_lik[3, 0] = -np.inf  # one draw gives a held-out point probability 0
+    log_lik = log_lik.astype(dtype)
+    got = log_sum_exp(log_lik)
+    assert got.dtype == np.float64 and got.shape == (7,)
+    expected = logsumexp(log_lik.astype(np.float64), axis=0)
+    np.testing.assert_allclose(got[:5], expected[:5], rtol=rtol)
+    assert np.all(got[5:] == -np.inf)
+    assert log_sum_exp(np.array([[np.inf, 0.0]]))[0] == np.inf
 
 
 def test_running_score_is_nan_before_any_draw():
