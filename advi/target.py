@@ -258,12 +258,7 @@ def from_numpyro(
     if minibatch_size is not None:
         plate = _data_plate(probe.plates, minibatch_plate, int(minibatch_size))
     dim, unravel = _ravel(probe.shapes)
-
-    def seeded(rng_key: Array | None) -> Callable:
-        key = jax.random.PRNGKey(0) if rng_key is None else rng_key
-        if plate is None:
-            return seed(model, key)
-        return seed(_subsample_plate(model, plate, int(minibatch_size), rng_key), key)
+    seeded = _seeder(model, plate, minibatch_size)
 
     def conditioned(fn: Callable, zeta: Array) -> Callable:
         values = unravel(zeta)
@@ -289,6 +284,19 @@ def from_numpyro(
         ),
         cache_key=_hashable(("numpyro", model, signature, minibatch_size, plate)),
     )
+
+
+def _seeder(model: Callable, plate: str | None, minibatch_size: int | None
+            ) -> Callable[[Array | None], Callable]:
+    """``seeded(rng_key)``: the model seeded with ``rng_key`` (None: key 0), its data plate
+    ``plate`` (if any) subsampled to ``minibatch_size`` indices drawn with that key."""
+    def seeded(rng_key: Array | None) -> Callable:
+        key = jax.random.PRNGKey(0) if rng_key is None else rng_key
+        if plate is None:
+            return seed(model, key)
+        return seed(_subsample_plate(model, plate, int(minibatch_size), rng_key), key)
+
+    return seeded
 
 
 def _ravel(shapes: dict[str, tuple[int, ...]]) -> tuple[int, Callable[[Array], dict]]:

@@ -60,23 +60,8 @@ def run_advi(
         seconds spent at checkpoints (drawing, scoring, writing: ``checkpoint_s``).
     """
     fit_key, eval_key = jax.random.split(rng_key)
-    over_budget = False
-    checkpoint_s = 0.0
-
-    def checkpoint(info: Any) -> bool:
-        nonlocal over_budget, checkpoint_s
-        over_budget = info.wall_s >= budget_s
-        start = clock()
-        draws = info.sample(jax.random.fold_in(eval_key, info.iteration), method.eval_draws)
-        lpd = record_checkpoint(
-            draws, iteration=info.iteration, wall_s=info.wall_s, phase="advi",
-            scores=RunningLogMeanExp(), fresh=True, log_likelihood=log_likelihood,
-            trace=trace, posterior_mean=posterior_mean, columns={"elbo": info.elbo})
-        checkpoint_s += clock() - start
-        logger.info("checkpoint at iteration %d: heldout_lpd %.4f (S = %d draws from q), "
-                    "%.2f s", info.iteration, lpd, method.eval_draws, info.wall_s)
-        return over_budget or (stop is not None and stop() is not None)
-
+    checkpoint = _Checkpoint(method, eval_key, budget_s, log_likelihood, trace,
+                             posterior_mean, stop, clock)
     result = advi.fit(
         model,
         rng_key=fit_key,
@@ -86,8 +71,38 @@ def run_advi(
         clock=clock,
         **method.options(),  # checkpoint_every among them
     )
-    return run_facts(result, checkpoint_s=checkpoint_s,
-                     stopped_by_budget=over_budget and not result.converged)
+    return run_facts(result, checkpoint_s=checkpoint.seconds,
+                     stopped_by_budget=checkpoint.over_budget and not result.converged)
+
+
+class _Checkpoint:
+    """``advi.fit``'s checkpoint callback for :func:`run_advi`: draws S = ``eval_draws``
+    from q, scores and records them, and says whether to stop (the budget reached or a stop
+    requested). ``seconds``: the time spent here, by ``clock``."""
+
+    def __init__(self, method: AdviConfig, eval_key: jax.Array, budget_s: float,
+                 log_likelihood: LogLikelihood, trace: TraceWriter,
+                 posterior_mean: PosteriorMean | None,
+                 stop: Callable[[], str | None] | None, clock: Callable[[], float]) -> None:
+        self.method, self.eval_key, self.budget_s = method, eval_key, budget_s
+        self.log_likelihood, self.trace, self.posterior_mean = log_likelihood, trace, posterior_mean
+        self.stop, self.clock = stop, clock
+        self.over_budget = False
+        self.seconds = 0.0
+
+    def __call__(self, info: Any) -> bool:
+        self.over_budget = info.wall_s >= self.budget_s
+        start = self.clock()
+        draws = info.sample(jax.random.fold_in(self.eval_key, info.iteration),
+                            self.method.eval_draws)
+        lpd = record_checkpoint(
+            draws, iteration=info.iteration, wall_s=info.wall_s, phase="advi",
+            scores=RunningLogMeanExp(), fresh=True, log_likelihood=self.log_likelihood,
+            trace=self.trace, posterior_mean=self.posterior_mean, columns={"elbo": info.elbo})
+        self.seconds += self.clock() - start
+        logger.info("checkpoint at iteration %d: heldout_lpd %.4f (S = %d draws from q), "
+                    "%.2f s", info.iteration, lpd, self.method.eval_draws, info.wall_s)
+        return self.over_budget or (self.stop is not None and self.stop() is not None)
 
 
 def run_facts(result: advi.ADVIResult, *, checkpoint_s: float, stopped_by_budget: bool
