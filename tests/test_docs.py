@@ -39,10 +39,17 @@ def _prose(markdown: str) -> str:
 
 
 def _slug(heading: str) -> str:
-    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
-    text = re.sub(r"[`*_\[\]()]", "", heading.strip().lower())
+    """GitHub's anchor for a heading: lower case, punctuation but underscores and hyphens
+    dropped, spaces to hyphens (`bench_advi.py` -> bench_advipy)."""
+    text = re.sub(r"[`*\[\]()]", "", heading.strip().lower())
     text = re.sub(r"[^\w\- ]", "", text)
     return text.replace(" ", "-")
+
+
+def test_slugs_are_githubs():
+    assert _slug("`bench_advi.py`: iteration cost and cold starts") == (
+        "bench_advipy-iteration-cost-and-cold-starts")
+    assert _slug("How many cores (a fit) should take?") == "how-many-cores-a-fit-should-take"
 
 
 def _anchors(page: Path) -> set[str]:
