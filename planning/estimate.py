@@ -9,7 +9,9 @@ that stopped for its budget under a different budget takes the planned budget, p
 scoring at the measured seconds per clock second, plus its measured fixed seconds
 (compilation, loading: :meth:`Measured.seconds_for`); under the same budget it takes what
 it took (HMC's stop before a transition it cannot finish in time ends it short of its
-budget, which no scaling would tell). A run with no measurement
+budget, which no scaling would tell), as it does under any budget that the transition it
+stopped before would still pass (a chain's transitions, from its seed, are the same
+whatever its budget). A run with no measurement
 counts at its worst case. The hours on N cores are those of a list schedule of the runs,
 longest first, each on as many cores as it declares (Graham 1969: within 4/3 of the best
 schedule), as Snakemake's own scheduler packs them at best.
@@ -55,24 +57,29 @@ class Measured(NamedTuple):
     checkpoints (``checkpoint_s``, None if not recorded) and whether it stopped for its
     budget (``budget_bound``: its ``stopped_by_budget``, which also covers HMC's stop
     before a transition that would pass the budget; None if not recorded: then a run whose
-    clock reached ``BUDGET_USED`` of its budget counts as budget-bound)."""
+    clock reached ``BUDGET_USED`` of its budget counts as budget-bound) and, for that stop,
+    the forecast seconds of the transition it stopped before (``next_transition_s``)."""
 
     wall_s: float
     total_s: float
     budget_s: float
     checkpoint_s: float | None = None
     budget_bound: bool | None = None
+    next_transition_s: float | None = None
 
     def seconds_for(self, budget_s: float) -> float:
         """Its expected wall-clock seconds under budget ``budget_s``: ``total_s`` if it
-        ended on its own or ran under this same budget; if it was budget-bound under
-        another, the planned budget plus the scoring that grows with it (``checkpoint_s``
-        per clock second) plus its fixed seconds (compilation, loading: ``total_s - wall_s
-        - checkpoint_s``), or, where ``checkpoint_s`` is not recorded, the budget times
-        ``total_s / wall_s``."""
+        ended on its own, ran under this same budget, or stopped before a transition that
+        would pass ``budget_s`` too (``wall_s + next_transition_s``); if it was
+        budget-bound otherwise, the planned budget plus the scoring that grows with it
+        (``checkpoint_s`` per clock second) plus its fixed seconds (compilation, loading:
+        ``total_s - wall_s - checkpoint_s``), or, where ``checkpoint_s`` is not recorded,
+        the budget times ``total_s / wall_s``."""
         bound = (self.wall_s >= BUDGET_USED * self.budget_s if self.budget_bound is None
                  else self.budget_bound)
-        if not bound or budget_s == self.budget_s:
+        stops_the_same = (self.next_transition_s is not None
+                          and self.wall_s + self.next_transition_s > budget_s)
+        if not bound or budget_s == self.budget_s or stops_the_same:
             return self.total_s
         wall_s = max(self.wall_s, 1e-9)
         if self.checkpoint_s is None:

@@ -94,8 +94,9 @@ def starting_point(model: Callable[..., None], train: dict[str, Any], init: str,
 class _Chain:
     """A chain being run: its state, its compiled chunk, its clock (``init_s`` of it spent
     finding the starting point), whether it is static HMC, its seconds per leapfrog step
-    (None until known) and total steps so far, and why it stopped early (None: it did
-    not)."""
+    (None until known) and total steps so far, why it stopped early (None: it did not)
+    and, where HMC stopped before a transition it could not afford, that transition's
+    forecast seconds."""
 
     state: Any
     chunk: Callable[..., Any]
@@ -106,6 +107,7 @@ class _Chain:
     first_i: int
     steps: float = 0.0
     stop_reason: str | None = None
+    next_transition_s: float | None = None
 
 
 def _start_chain(model: Callable[..., None], train: dict[str, Any], method: McmcConfig,
@@ -181,6 +183,7 @@ def _run_piece(chain: _Chain, wanted: int, budget_s: float) -> tuple[Any, int]:
         needed = float(next_num_steps(chain.state))
         remaining_s = max(budget_s - clock.elapsed_s, 0.0)
         if count == 0 or needed * chain.step_s > remaining_s:
+            chain.next_transition_s = needed * chain.step_s
             chain.stop_reason = (
                 f"the next HMC transition needed {needed:.3g} leapfrog steps (step size "
                 f"{float(chain.state.adapt_state.step_size):.3g}), about "
@@ -274,7 +277,10 @@ def run_mcmc(
     Returns:
         The run's facts for ``info.json``: iterations, divergences and acceptance rate after
         warmup, final step size, compile seconds, seconds spent at checkpoints (scoring,
-        writing: ``checkpoint_s``), why it stopped early (``stop_reason``).
+        writing: ``checkpoint_s``), why it stopped early (``stop_reason``) and, for HMC's
+        stop before a transition it could not afford, that transition's forecast seconds
+        (``next_transition_s``; None otherwise): the same chain under a budget smaller
+        than ``wall_s + next_transition_s`` stops at the same point.
     """
     chain, constrain, setup = _start_chain(model, train, method, rng_key, clock)
     checkpoints = _Checkpoints(chain, method, constrain, log_likelihood=log_likelihood,
@@ -338,6 +344,7 @@ def _facts(chain: _Chain, method: McmcConfig, tally: _Tally, seconds: dict[str, 
         "init": method.init,
         "stopped_by_budget": chain.stop_reason is not None,
         "stop_reason": chain.stop_reason,
+        "next_transition_s": chain.next_transition_s,
         **tally.facts(),
         "step_size": float(chain.state.adapt_state.step_size),
     }

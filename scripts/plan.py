@@ -26,7 +26,7 @@ from planning.workflow import plan_workflow
 def measured(results_dir: Path, skip: tuple[str, ...] = ()
              ) -> dict[str, dict[str, dict[str, dict[str, float | bool]]]]:
     """``{"paper": {experiment: {method: {wall_s, total_s, budget_s, checkpoint_s,
-    budget_bound}}}}`` (:class:`planning.estimate.Measured`) of the finished
+    budget_bound, next_transition_s}}}}`` (:class:`planning.estimate.Measured`) of the finished
     paper-scale runs under ``results_dir/runs/paper`` (the run of the median ``total_s``
     where several seeds ran), leaving out the methods named in ``skip`` (e.g. runs made
     with code that has changed since)."""
@@ -37,7 +37,8 @@ def measured(results_dir: Path, skip: tuple[str, ...] = ()
                 or info["method"] in skip):
             continue
         record = {k: round(float(info[k]), 2)
-                  for k in ("wall_s", "total_s", "budget_s", "checkpoint_s") if k in info}
+                  for k in ("wall_s", "total_s", "budget_s", "checkpoint_s", "next_transition_s")
+                  if info.get(k) is not None}
         if "stopped_by_budget" in info:
             record["budget_bound"] = bool(info["stopped_by_budget"])
         runs.setdefault(info["experiment"], {}).setdefault(info["method"], []).append(record)

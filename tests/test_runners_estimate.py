@@ -65,6 +65,15 @@ def test_a_budget_bound_run_under_the_planned_budget_counts_at_what_it_took():
     assert hmc.seconds_for(1800.0) == pytest.approx(1800.0 * (1 + 20.0 / 1900.0) + 80.0)
 
 
+def test_hmc_stopped_before_a_transition_past_a_larger_budget_too_counts_at_what_it_took():
+    # 290 s of clock, then a transition forecast at 3,900 s: under 600 s or 3,600 s it
+    # stops at the same transition; under 7,200 s it would run on
+    hmc = Measured(wall_s=290.0, total_s=300.0, budget_s=600.0, checkpoint_s=5.0,
+                   budget_bound=True, next_transition_s=3900.0)
+    assert hmc.seconds_for(3600.0) == 300.0
+    assert hmc.seconds_for(7200.0) == pytest.approx(7200.0 * (1 + 5.0 / 290.0) + 5.0)
+
+
 def test_the_summary_gives_core_hours_and_hours_on_each_core_count():
     runs = [Run("e", f"m{i}", 1, 3600.0) for i in range(4)]
     estimates = estimate_runs(runs, {})
@@ -94,18 +103,22 @@ def test_measured_runs_are_read_from_a_results_folder(tmp_path):
     sys.path.insert(0, str(REPO_ROOT / "scripts"))
     import plan
 
-    def run(method, seed, total_s, status="finished"):
+    def run(method, seed, total_s, status="finished", **recorded):
         folder = tmp_path / "runs" / "paper" / "e1" / method / f"seed{seed}"
         folder.mkdir(parents=True)
         (folder / "info.json").write_text(json.dumps({
             "experiment": "e1", "method": method, "status": status, "wall_s": total_s / 2,
             "total_s": total_s, "budget_s": 600.0, "checkpoint_s": 1.0,
-            "stopped_by_budget": False}))
+            "stopped_by_budget": False, "next_transition_s": None, **recorded}))
 
     for seed, total in enumerate([30.0, 10.0, 20.0]):
         run("nuts", seed, total)
     run("hmc", 0, 5.0)
     run("advi_M1", 0, 7.0, status="stopped early: KeyboardInterrupt")
+    run("hmc_forecast", 0, 8.0, stopped_by_budget=True, next_transition_s=3900.0)
     table = plan.measured(tmp_path, skip=("hmc",))["paper"]
-    assert table == {"e1": {"nuts": {"wall_s": 10.0, "total_s": 20.0, "budget_s": 600.0,
-                                     "checkpoint_s": 1.0, "budget_bound": False}}}
+    assert table == {"e1": {
+        "nuts": {"wall_s": 10.0, "total_s": 20.0, "budget_s": 600.0, "checkpoint_s": 1.0,
+                 "budget_bound": False},
+        "hmc_forecast": {"wall_s": 4.0, "total_s": 8.0, "budget_s": 600.0, "checkpoint_s": 1.0,
+                         "next_transition_s": 3900.0, "budget_bound": True}}}

@@ -190,6 +190,7 @@ def test_mcmc_cuts_the_chunk_that_would_run_past_its_budget(tmp_path):
     assert trace["wall_s"].iloc[0] < 5.5 and trace["wall_s"].iloc[1] == 6.0
     assert facts["wall_s"] == 6.0
     assert facts["stopped_by_budget"] and facts["stop_reason"] == "the budget of 5.5 s was reached"
+    assert facts["next_transition_s"] is None
 
 
 def test_a_slow_first_transition_stops_the_run_within_its_chunk(tmp_path):
@@ -261,6 +262,7 @@ def test_hmc_stops_before_a_transition_that_would_pass_its_budget(tmp_path):
     assert trace["wall_s"].iloc[0] == facts["wall_s"] <= 100.0  # stopped before the budget
     assert seconds == pytest.approx(steps * 0.01, rel=1e-2)  # at the true seconds per step
     assert facts["wall_s"] + seconds > 100.0  # ... as the next transition would pass it
+    assert facts["next_transition_s"] == pytest.approx(seconds, rel=1e-2)
 
 
 def test_hmc_that_cannot_make_one_transition_in_budget_scores_its_initial_point(tmp_path):
