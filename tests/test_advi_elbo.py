@@ -96,3 +96,21 @@ def test_elbo_of_a_minibatched_target_is_the_same_drawn_in_batches_or_all_at_onc
         np.testing.assert_allclose(batched[0], at_once[0], rtol=1e-5)
         np.testing.assert_allclose(batched[2], at_once[2], rtol=1e-5, atol=1e-3)
     assert bool(at_once[1]) and np.unique(np.asarray(at_once[2])).size == 12
+
+
+def test_non_finite_draws_are_redrawn_within_a_budget():
+    # log density -inf where z_0 > 0: half of q's draws are redrawn until all are finite;
+    # a density that is nowhere finite spends the budget of 10 M redraws and says so
+    half = advi.from_log_density(
+        lambda z: jnp.where(z[0] > 0, -jnp.inf, -0.5 * jnp.sum(z**2)), dim=2)
+    nowhere = advi.from_log_density(lambda z: -jnp.inf * jnp.sum(z**2), dim=2)
+    params = advi.MeanFieldParams(jnp.zeros(2), jnp.zeros(2))
+    redraws = []
+    for seed in range(5):
+        est = advi.elbo_grad(half.log_density, advi.MEANFIELD, params, jax.random.PRNGKey(seed), 8)
+        assert bool(est.ok) and np.isfinite(float(est.elbo))
+        assert all(np.all(np.isfinite(g)) for g in jax.tree.leaves(est.grad))
+        redraws.append(int(est.redraws))
+    assert 5 * 8 * 0.5 * 0.5 < sum(redraws) < 5 * 8 * 3  # about M per estimate
+    est = advi.elbo_grad(nowhere.log_density, advi.MEANFIELD, params, jax.random.PRNGKey(0), 4)
+    assert not bool(est.ok) and int(est.redraws) == 10 * 4
