@@ -70,15 +70,15 @@ class Measured(NamedTuple):
     def seconds_for(self, budget_s: float) -> float:
         """Its expected wall-clock seconds under budget ``budget_s``: ``total_s`` if it
         ended on its own, ran under this same budget, or stopped before a transition that
-        would pass ``budget_s`` too (``wall_s + next_transition_s``); if it was
-        budget-bound otherwise, the planned budget plus the scoring that grows with it
-        (``checkpoint_s`` per clock second) plus its fixed seconds (compilation, loading:
-        ``total_s - wall_s - checkpoint_s``), or, where ``checkpoint_s`` is not recorded,
-        the budget times ``total_s / wall_s``."""
+        would pass ``budget_s`` too (``wall_s <= budget_s < wall_s + next_transition_s``);
+        if it was budget-bound otherwise, the planned budget plus the scoring that grows
+        with it (``checkpoint_s`` per clock second) plus its fixed seconds (compilation,
+        loading: ``total_s - wall_s - checkpoint_s``), or, where ``checkpoint_s`` is not
+        recorded, the budget times ``total_s / wall_s``."""
         bound = (self.wall_s >= BUDGET_USED * self.budget_s if self.budget_bound is None
                  else self.budget_bound)
         stops_the_same = (self.next_transition_s is not None
-                          and self.wall_s + self.next_transition_s > budget_s)
+                          and self.wall_s <= budget_s < self.wall_s + self.next_transition_s)
         if not bound or budget_s == self.budget_s or stops_the_same:
             return self.total_s
         wall_s = max(self.wall_s, 1e-9)

@@ -72,6 +72,8 @@ def test_hmc_stopped_before_a_transition_past_a_larger_budget_too_counts_at_what
                    budget_bound=True, next_transition_s=3900.0)
     assert hmc.seconds_for(3600.0) == 300.0
     assert hmc.seconds_for(7200.0) == pytest.approx(7200.0 * (1 + 5.0 / 290.0) + 5.0)
+    # under 200 s it stops earlier than it did: the budget scales as for any other run
+    assert hmc.seconds_for(200.0) == pytest.approx(200.0 * (1 + 5.0 / 290.0) + 5.0)
 
 
 def test_the_summary_gives_core_hours_and_hours_on_each_core_count():
