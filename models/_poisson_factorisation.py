@@ -52,15 +52,15 @@ def log_likelihood(
 ) -> jax.Array:
     """Pointwise log Poisson(y_n | theta_{s,u_n}^T beta_{s,i_n}) in nats for held-out entries.
 
-    Args:
-        samples: ``{"theta": (S, U, K), "beta": (S, I, K)}`` posterior draws.
-        y: (N,) float32 held-out counts; frame: (N,) int32 u_n; pixel: (N,) int32 i_n.
-
     The rates are read from the whole (U, I) matrix theta beta^T, one matrix product per
     draw (as the training likelihood computes it every iteration), rather than from N
     gathered rows of theta and beta: at paper scale (N = 110,040 of 1.1 million entries,
     K = 10) that is about 4x faster on a CPU, and scoring S = 1,000 draws is a large share
     of a fit's wall-clock time.
+
+    Args:
+        samples: ``{"theta": (S, U, K), "beta": (S, I, K)}`` posterior draws.
+        y: (N,) float32 held-out counts; frame: (N,) int32 u_n; pixel: (N,) int32 i_n.
 
     Returns:
         (S, N) float32.
