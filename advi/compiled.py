@@ -243,7 +243,7 @@ class CompiledADVI:
                                                    calls="bounded")
                 if fns.precision is not None:
                     futures["precision"] = submit(fns.precision.lower(params.mu, keyed),
-                                                  calls="once")
+                                                  calls="bounded")
             done = {name: future.result() for name, future in futures.items()}
         elbo.compiled = done.get("elbo")
         if fns is not None:

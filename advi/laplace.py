@@ -22,7 +22,7 @@ its Cholesky factor, or the diagonal 1 / sqrt(-H_kk) where -H is not positive de
 which a Gaussian posterior is N(0, I); each after the first stops when every gradient
 coordinate is below MODE_SD_TOL / 10 there. Whitening the first stage too cut a
 26-parameter regression with column scales 1e-3..1e4 from 502 L-BFGS steps (the first
-stage's cap) to 4. The Hessian is formed exactly (``jax.hessian``) for K <=
+stage's cap) to 4. The Hessian is formed exactly (reverse-over-reverse autodiff) for K <=
 ``hessian_max_dim``; above that the scales stay at 1 (omega = 0), there is one stage, and
 only the mean moves to the mode. The start is refused (``ok`` False, and the caller falls
 back to its usual start) when -H is not positive definite, or when the Newton step (-H)^-1
@@ -101,9 +101,10 @@ def log_density_functions(log_density: Callable[[Array, Any], Array], dim: int,
     value_and_grad = jax.jit(jax.value_and_grad(log_density))
     precision = None
     if dim <= hessian_max_dim:
-        # forward-mode over the jitted gradient: -H = -d(grad)/d(zeta), the model traced
-        # once for both functions (jax.hessian is jacfwd(jacrev), the same derivative)
-        precision = jax.jit(lambda zeta, data: -jax.jacfwd(
+        # reverse mode over the jitted gradient: -H = -d(grad)/d(zeta), the model traced
+        # once for both functions. On E1 (K = 501) a call takes 0.10 s, against 0.16-0.23 s
+        # for forward mode over the same gradient (jax.hessian's jacfwd(jacrev))
+        precision = jax.jit(lambda zeta, data: -jax.jacrev(
             lambda z: value_and_grad(z, data)[1])(zeta))
     return LogDensityFunctions(value_and_grad, precision)
 
