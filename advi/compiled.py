@@ -213,6 +213,8 @@ class CompiledADVI:
 
     def _compile(self, target: Target, o: CompileSpec, optimizer: Any) -> tuple:
         data, target = target.data, target._replace(data=None)  # the cache keeps no data
+        # one trace of the model serves every function below (jax.jit caches it)
+        target = target._replace(log_density_fn=jax.jit(target.log_density_fn))
         initialise = jax.jit(_make_init(target, o.family, o.init))
         begin = jax.jit(_make_begin(optimizer))
         alg = algorithm(target, family=o.family, optimizer=optimizer,

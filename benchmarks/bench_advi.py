@@ -26,9 +26,13 @@ keeps JAX's persistent compilation cache by default: "cold" (nothing cached yet;
 checked here), "warm" (what the cold run left) and "off" (``ADVI_COMPILATION_CACHE=0``).
 (b) also checks its 3-s target on the warm fresh process, the analogue of Stan's timings
 "build excluded" (a compiled Stan model is reused across processes, as the cache is here).
+With ``--cmdstan-binary`` (a compiled ``benchmarks/stan/linreg_ard.stan``), (b) also runs
+Stan's own ADVI on the same data (:mod:`cmdstan_advi`) and checks the issue's target on
+this machine: our robust fit + 1,000 draws below half of Stan's median, cold and warm.
 
     python benchmarks/bench_advi.py            # about 7 minutes on 2 CPU cores
     python benchmarks/bench_advi.py --quick    # fewer iterations and repeats
+    python benchmarks/bench_advi.py --parts b --cmdstan-binary benchmarks/stan/linreg_ard
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import bench_common as common
+import cmdstan_advi
 
 TARGET_RATIO = 1.3
 TARGET_SVI = 1.0
@@ -55,6 +60,7 @@ TARGET_SECOND_S = 1.0
 NUTS_LPD = -1.423
 TARGET_LPD_GAP = 0.01
 STAN_COLD_S = "4.9-8.4"
+TARGET_STAN_RATIO = 0.5
 ETA = 0.1
 PRESETS = ("stan", "robust")
 
@@ -448,6 +454,45 @@ def report_iteration_cost(target: Any, model: Any, train: tuple, args: argparse.
     return verdicts
 
 
+def stan_runs(args: argparse.Namespace) -> list[dict]:
+    """(b), with ``--cmdstan-binary``: Stan's own ADVI on the same E1 data,
+    ``--stan-runs`` times (seeds 1, 2, ...), timed and scored as ours
+    (:mod:`cmdstan_advi`)."""
+    if args.cmdstan_binary is None:
+        return []
+    _, train, heldout = common.e1_problem(args.seed, args.num_train, args.num_features)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-advi-stan-") as folder:
+        data = cmdstan_advi.write_data(*train, Path(folder) / "e1.json")
+        for seed in range(1, args.stan_runs + 1):
+            row = cmdstan_advi.run_variational(args.cmdstan_binary, data, Path(folder), seed)
+            draws = cmdstan_advi.read_draws(row.pop("csv"))
+            rows.append({**row, "seed": seed, "lpd": common.heldout_lpd(draws, *heldout)})
+    return rows
+
+
+def report_stan(rows: list[dict], ours: list[dict]) -> list[Verdict]:
+    """(b), Stan's lines: each run, and our robust TOTAL over Stan's median (target below
+    half, cold and warm cache)."""
+    if not rows:
+        return []
+    print("  Stan's ADVI on this machine (CmdStan variational, its defaults, "
+          "output_samples=1000; from its first gradient timing to exit):")
+    for r in rows:
+        print(f"  stan-cmdstan seed {r['seed']}: {r['fit_s']:6.2f} s (process "
+              f"{r['process_s']:.2f}), {r['iterations']} iterations, "
+              f"{'converged' if r['converged'] else 'NOT converged'}, lpd {r['lpd']:.4f}")
+    median = statistics.median(r["fit_s"] for r in rows)
+    verdicts = []
+    for r in ours:
+        if r["preset"] == "robust" and r["cache"] in ("cold", "warm"):
+            ratio = (r["fit_s"] + r["sample_s"]) / median
+            print(f"  robust {r['cache']} TOTAL / Stan's median {median:.2f} s: {ratio:.3f}")
+            verdicts.append((f"(b) E1 robust {r['cache']}-cache fit + 1,000 draws / Stan's ADVI "
+                             "on this machine", ratio, "<", TARGET_STAN_RATIO))
+    return verdicts
+
+
 def report_e1(rows: list[dict]) -> list[Verdict]:
     """(b): one line per fresh process; targets for the robust preset's cold runs."""
     print(f"(b) E1 cold, fresh process: advi.fit(preset) + result.sample(key, 1000); "
@@ -513,6 +558,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=None, help="interleaved repeats (5)")
     parser.add_argument("--cold-runs", type=int, default=1, help="fresh processes per case")
     parser.add_argument("--parts", default="abc", help="which of a, b, c to run (abc)")
+    parser.add_argument("--cmdstan-binary", type=Path, default=None,
+                        help="a compiled benchmarks/stan/linreg_ard.stan: (b) also times Stan's "
+                        "ADVI on the same data")
+    parser.add_argument("--stan-runs", type=int, default=3, help="Stan's ADVI runs (3)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--num-train", type=int, default=10_000)
     parser.add_argument("--num-features", type=int, default=250)
@@ -532,6 +581,7 @@ def main() -> None:
         return
     # the fresh processes first, while this one has not yet loaded anything heavy
     e1_rows = cold_and_warm("e1", args) if "b" in args.parts else []
+    stan_rows = stan_runs(args) if "b" in args.parts else []
     schools_rows = cold_and_warm("schools", args) if "c" in args.parts else []
     import advi
 
@@ -547,6 +597,7 @@ def main() -> None:
         verdicts += report_iteration_cost(target, model, train, args)
     if e1_rows:
         verdicts += report_e1(e1_rows)
+        verdicts += report_stan(stan_rows, e1_rows)
     if schools_rows:
         verdicts += report_schools(schools_rows)
     print(f"load average (1, 5, 15 min) at the end: {common.format_load()}")
