@@ -18,7 +18,9 @@ as soon as it is lowered (the chunk, the longest, first), so that the lowering o
   with the stationarity stop (the robust preset), whose loop needs no ELBO, it is compiled
   on first use only (Pareto k-hat's log weights, when asked for), not with the others.
 
-The model's arrays travel as an argument (``Target.data``), never as constants. Compiled
+The target's log density is wrapped in ``jax.jit`` first, so the model is traced once and
+that trace serves the chunk, the Laplace start's gradient and its Hessian. The model's
+arrays travel as an argument (``Target.data``), never as constants. Compiled
 functions are kept in a small in-process cache under the target's ``cache_key`` and the
 options, so a second fit of the same model on data of the same shapes compiles nothing;
 across processes JAX's persistent compilation cache (:func:`advi.enable_compilation_cache`)
