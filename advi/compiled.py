@@ -63,14 +63,16 @@ _CACHE: collections.OrderedDict[Hashable, tuple] = collections.OrderedDict()
 class StartInfo(NamedTuple):
     """How the initial state was chosen: ``laplace`` (the Laplace start was used),
     ``steps`` (L-BFGS iterations of every start, 0 without), ``grad_norm`` (||grad log p||
-    there), and what the extra starts found (:class:`advi.multistart.MultiStart`'s
-    ``note`` and ``warn``)."""
+    there), what the extra starts found (:class:`advi.multistart.MultiStart`'s ``note`` and
+    ``warn``), and ``scaled``: the Laplace start also set q's scales from the Hessian (False
+    above :data:`advi.laplace.HESSIAN_MAX_DIM`, where only the means move to the mode)."""
 
     laplace: bool
     steps: int
     grad_norm: float
     note: str | None = None
     warn: bool = False
+    scaled: bool = False
 
 
 class ChunkMoments(NamedTuple):
@@ -266,7 +268,8 @@ class CompiledADVI:
             start, note, warn = multistart_laplace(self.laplace_fns, self.family, params.mu,
                                                    (batch_key, self.target.data), seed,
                                                    extra_starts)
-            info = StartInfo(start.ok, start.steps, start.grad_norm, note, warn)
+            info = StartInfo(start.ok, start.steps, start.grad_norm, note, warn,
+                             scaled=start.ok and self.laplace_fns.precision is not None)
             if start.ok:
                 params = start.params
         return keys, self.begin_fn(params), info

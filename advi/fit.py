@@ -186,7 +186,7 @@ def fit(
         eta = _adapt_eta(compiled, state0, adapt_key, o.adapt_iter)
     adapt_s = clock() - start
     result = _run(compiled, state0, float(eta), o, run_key=run_key, elbo_key=elbo_key,
-                  burn_in=not bool(start_info.laplace), checkpoint=checkpoint, clock=clock,
+                  burn_in=not start_info.scaled, checkpoint=checkpoint, clock=clock,
                   wall_s=adapt_s, result_fields=dict(
                       compile_s=compile_s, adapt_s=adapt_s, eta_adapted=eta_adapted,
                       start=_start_name(o, start_info)))

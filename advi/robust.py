@@ -3,16 +3,16 @@ their average (:mod:`advi.stationarity`).
 
 The run is cut into chunks of ``eval_elbo`` iterations; each chunk returns the moments of
 its iterates (:class:`advi.compiled.ChunkMoments`). The window is the second half of the
-chunks run so far (the first half is the transient), or all of them when the run starts
-from an accepted Laplace start (q already at the mode with the curvature's scales: no
-transient to discard; where the mean-field optimum is elsewhere, split R-hat sees the drift
-between the window's first and last quarters and waits), rounded down to a multiple of
-:data:`advi.stationarity.RHAT_SPLITS`; the run stops when split R-hat over that window is
-below :data:`advi.stationarity.RHAT_THRESHOLD` for 95% of the monitored quantities (each
-mean and log standard deviation of q; :data:`advi.stationarity.RHAT_QUANTILE`), and returns
-the average of the iterates over the window. Non-finite draws beyond the redraw budget
-restart the run from the current average with eta / 10, and a fresh trace whose first half
-is discarded. :class:`StationarityRule` is this stopping rule, run by
+chunks run so far (the first half is the transient), or all of them when the run starts from
+an accepted Laplace start with its Hessian (q already at the mode with the curvature's
+scales: no transient to discard; where the mean-field optimum is elsewhere, split R-hat sees
+the drift between the window's first and last quarters and waits), rounded down to a
+multiple of :data:`advi.stationarity.RHAT_SPLITS`; the run stops when split R-hat over that
+window is below :data:`advi.stationarity.RHAT_THRESHOLD` for 95% of the monitored quantities
+(each mean and log standard deviation of q; :data:`advi.stationarity.RHAT_QUANTILE`), and
+returns the average of the iterates over the window. Non-finite draws beyond the redraw
+budget restart the run from the current average with eta / 10, and a fresh trace whose first
+half is discarded. :class:`StationarityRule` is this stopping rule, run by
 :func:`advi.driver.drive`; :data:`POLICY` its restart policy.
 """
 
@@ -86,7 +86,10 @@ class StationarityRule:
 
     Args:
         chunk_len: iterations per chunk (the moments are sums over that many).
-        burn_in: False after an accepted Laplace start (the window is the whole trace).
+        burn_in: False after an accepted Laplace start with its Hessian (the window is the
+            whole trace); True otherwise, also after a Laplace start above
+            :data:`advi.laplace.HESSIAN_MAX_DIM`, whose scales are all 1: q's log scales
+            then travel from 0 to theirs, a transient to discard like a random start's.
         max_iter: as in :func:`advi.fit`, for the warning when it is reached.
     """
 
