@@ -568,6 +568,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--child", choices=("e1", "schools"), help=argparse.SUPPRESS)
     parser.add_argument("--preset", choices=PRESETS, default="stan", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    binary = args.cmdstan_binary
+    if binary is not None and not (binary.is_file() and os.access(binary, os.X_OK)):
+        parser.error(f"--cmdstan-binary {binary} is not an executable file; build one with "
+                     "$CMDSTAN/bin/build_model benchmarks/stan/linreg_ard.stan")
     args.iters = args.iters or (100 if args.quick else 300)
     args.repeats = args.repeats or (3 if args.quick else 5)
     return args
