@@ -233,7 +233,8 @@ class CompiledADVI:
         with concurrent.futures.ThreadPoolExecutor(6) as pool:
 
             def submit(lowered: Any, calls: str = "many") -> concurrent.futures.Future:
-                return pool.submit(lowered.compile, compile_options(lowered, calls=calls))
+                return pool.submit(lowered.compile,
+                                   compile_options(lowered, calls=calls, alongside=True))
 
             # the chunk, the longest to compile, first: each later lowering (Python, one at
             # a time) overlaps the compilation of those before it

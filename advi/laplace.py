@@ -74,12 +74,15 @@ class LaplaceStart(NamedTuple):
         ok: bool, True when the mode was found and its curvature is usable.
         steps: int, L-BFGS iterations used.
         grad_norm: float, ||grad log p|| at the returned point.
+        sd: (K,) float64 on the host, q's marginal standard deviations at the start (so
+            that callers on the host need no device op, which would compile).
     """
 
     params: Any
     ok: bool
     steps: int
     grad_norm: float
+    sd: np.ndarray
 
 
 class LogDensityFunctions(NamedTuple):
@@ -162,8 +165,9 @@ def _host(fn: Callable, data: Any, dtype: Any) -> Callable[[np.ndarray], Any]:
 
 
 def _device(x: Any, dtype: Any) -> Array:
-    """``x`` cast on the host and put on the device (no eager XLA op to compile)."""
-    return jnp.asarray(np.asarray(x, dtype))
+    """``x`` cast on the host and put on the device (a transfer: ``jnp.asarray`` would
+    compile a small program per shape)."""
+    return jax.device_put(np.asarray(x, dtype))
 
 
 def _whitening(precision: np.ndarray | None, dim: int) -> tuple[np.ndarray, bool]:
@@ -249,27 +253,27 @@ def laplace_start(
     Returns:
         :class:`LaplaceStart`.
     """
-    dtype = jnp.asarray(zeta0).dtype
+    dtype = jnp.result_type(zeta0)
     mode, precision, steps = _staged_mode(fns, np.asarray(zeta0), data, dtype, max_steps)
     value, grad = (np.asarray(a, np.float64)
                    for a in fns.value_and_grad(_device(mode, dtype), data))
     grad_norm = float(np.linalg.norm(grad))
     dim = mode.shape[-1]
-    mu = _device(mode, dtype)
+    sd, scale = np.ones(dim), None  # scale: full-rank q's Cholesky factor, where definite
     if precision is None:
         ok = bool(np.all(np.isfinite(grad)) and grad_norm <= GRAD_RTOL * max(1.0, abs(value)))
-        if family.name == "fullrank":
-            return LaplaceStart(FullRankParams(mu, _device(np.eye(dim), dtype)), ok, steps,
-                                grad_norm)
-        return LaplaceStart(MeanFieldParams(mu, _device(np.zeros(dim), dtype)), ok, steps,
-                            grad_norm)
-    definite, newton_sd = _newton_sd(precision, grad)
-    ok = definite and bool(np.all(np.isfinite(newton_sd)) and newton_sd.max() < MODE_SD_TOL)
-    diag = np.diagonal(precision)
-    omega = -0.5 * np.log(np.where(diag > 0, diag, 1.0))
+    else:
+        definite, newton_sd = _newton_sd(precision, grad)
+        ok = definite and bool(np.all(np.isfinite(newton_sd)) and newton_sd.max() < MODE_SD_TOL)
+        diag = np.diagonal(precision)
+        sd = 1 / np.sqrt(np.where(diag > 0, diag, 1.0))
+        if definite and family.name == "fullrank":
+            whiten, _ = _whitening(precision, dim)
+            scale = np.linalg.cholesky(whiten @ whiten.T)
+            sd = np.sqrt(np.sum(scale**2, axis=1))
+    mu = _device(mode, dtype)
     if family.name == "fullrank":
-        whiten, _ = _whitening(precision, dim)
-        scale = np.linalg.cholesky(whiten @ whiten.T) if definite else np.diag(np.exp(omega))
-        return LaplaceStart(FullRankParams(mu, _device(scale, dtype)), ok, steps,
-                            grad_norm)
-    return LaplaceStart(MeanFieldParams(mu, _device(omega, dtype)), ok, steps, grad_norm)
+        scale = np.diag(sd) if scale is None else scale
+        return LaplaceStart(FullRankParams(mu, _device(scale, dtype)), ok, steps, grad_norm, sd)
+    return LaplaceStart(MeanFieldParams(mu, _device(np.log(sd), dtype)), ok, steps, grad_norm,
+                        sd)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -84,7 +85,7 @@ class MultiStart(NamedTuple):
 
 def _mode(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any) -> Mode | None:
     """The :class:`Mode` at ``zeta``, or None where -H is not positive definite."""
-    point = jnp.asarray(np.asarray(zeta, dtype))
+    point = jax.device_put(np.asarray(zeta, dtype))
     value = float(fns.value_and_grad(point, data)[0])
     precision = np.asarray(fns.precision(point, data), np.float64)
     try:
@@ -111,7 +112,7 @@ def _extra_modes(fns: LogDensityFunctions, start: LaplaceStart, family: Family, 
     (no Hessian is formed here)."""
     dtype = start.params.mu.dtype
     here = np.asarray(start.params.mu, np.float64)
-    sd = np.asarray(family.std(start.params), np.float64)
+    sd = start.sd
     rng = np.random.default_rng(seed)
     modes, log_p, steps = [], [], 0
 
@@ -119,7 +120,7 @@ def _extra_modes(fns: LogDensityFunctions, start: LaplaceStart, family: Family, 
              else np.diag(sd))
 
     def value_and_grad(zeta: np.ndarray) -> Any:
-        return fns.value_and_grad(jnp.asarray(np.asarray(zeta, dtype)), data)
+        return fns.value_and_grad(jax.device_put(np.asarray(zeta, dtype)), data)
 
     floor = float(value_and_grad(here)[0]) - MULTIMODAL_NATS
     for _ in range(extra_starts):
@@ -160,7 +161,7 @@ def multistart_laplace(fns: LogDensityFunctions, family: Family, zeta0: Any, dat
     first = laplace_start(fns, family, zeta0, data)
     if not first.ok or fns.precision is None or extra_starts == 0:
         return MultiStart(first)
-    dtype = jnp.asarray(zeta0).dtype
+    dtype = jnp.result_type(zeta0)
     found, log_p, steps = _extra_modes(fns, first, family, data, seed, extra_starts)
     total = first.steps + steps
     here = _mode(fns, np.asarray(first.params.mu, np.float64), data, dtype) if found else None
@@ -170,7 +171,7 @@ def multistart_laplace(fns: LogDensityFunctions, family: Family, zeta0: Any, dat
         found, log_p = [found[i] for i in kept], [log_p[i] for i in kept]
     if here is None or not found:
         return MultiStart(first._replace(steps=total))
-    polished = laplace_start(fns, family, jnp.asarray(found[int(np.argmax(log_p))], dtype),
+    polished = laplace_start(fns, family, np.asarray(found[int(np.argmax(log_p))], dtype),
                              data)
     total += polished.steps
     best = _mode(fns, np.asarray(polished.params.mu, np.float64), data, dtype)

@@ -22,7 +22,6 @@ import math
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
@@ -67,7 +66,7 @@ class _Trace:
 
         def mean(*sums: np.ndarray) -> Array:  # on the host: no eager XLA op to compile
             total = np.sum(np.stack(sums), axis=0, dtype=np.float64)
-            return jnp.asarray((total / (size * chunk_len)).astype(sums[0].dtype))
+            return jax.device_put((total / (size * chunk_len)).astype(sums[0].dtype))
 
         return jax.tree.map(mean, *self.params[-size:])
 

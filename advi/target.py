@@ -352,8 +352,10 @@ def _split_data(
                     "them, or mask them inside the model"
                 )
     # dtype given: a weakly typed array (jnp.full(7, 2.0)) becomes strongly typed, so that
-    # equal shapes and dtypes always hit the same compiled code
-    data = tuple(jnp.asarray(leaf, dtype=leaf.dtype)
+    # equal shapes and dtypes always hit the same compiled code; a NumPy array is copied to
+    # the device as it is (jnp.asarray would compile a small program per shape)
+    data = tuple(jax.device_put(leaf) if isinstance(leaf, np.ndarray)
+                 else jnp.asarray(leaf, dtype=leaf.dtype)
                  for leaf, a in zip(leaves, is_array, strict=True) if a)
     signature = (treedef, tuple(
         (leaf.shape, str(leaf.dtype)) if a else (type(leaf), leaf)

@@ -39,6 +39,9 @@ def test_mode_and_meanfield_scales_of_an_ill_conditioned_gaussian():
     # mean-field optimum of a Gaussian: sigma_k = 1 / sqrt(Lambda_kk)
     np.testing.assert_allclose(np.exp(np.asarray(start.params.omega)),
                                1 / np.sqrt(np.diag(precision)), rtol=1e-3)
+    # the host copy of q's sds (no device op on the host side) is the family's
+    np.testing.assert_allclose(start.sd, np.asarray(advi.MEANFIELD.std(start.params)),
+                               rtol=1e-5)
 
 
 def test_fullrank_start_is_the_laplace_approximation():
@@ -50,6 +53,8 @@ def test_fullrank_start_is_the_laplace_approximation():
     L = np.asarray(start.params.L)
     np.testing.assert_allclose(L @ L.T, cov, rtol=1e-3, atol=1e-5)
     np.testing.assert_allclose(np.asarray(start.params.mu), mean, atol=1e-3)
+    np.testing.assert_allclose(start.sd, np.asarray(advi.FULLRANK.std(start.params)),
+                               rtol=1e-5)
 
 
 def test_a_funnel_has_no_usable_mode():

@@ -129,6 +129,26 @@ def test_the_robust_fit_compiles_its_elbo_only_for_the_khat_weights():
     assert result.khat_log_weights is weights  # drawn once
 
 
+def test_a_robust_fit_compiles_its_own_functions_and_no_eager_op():
+    # the Laplace start (every L-BFGS start, the Hessians, the host-side scales), the
+    # stationarity stop and the data's transfer move arrays between host and device without
+    # eager XLA ops, each of which would compile a small program for every new shape
+    def model(x, y):
+        beta = numpyro.sample("beta", dist.Normal(0.0, 1.0).expand([x.shape[1]]).to_event(1))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+        numpyro.sample("y", dist.Normal(x @ beta, sigma), obs=y)
+
+    rng = np.random.default_rng(0)
+    for dim in (3, 4):  # the first fit warms what any fit compiles once per process
+        x, noise = rng.normal(size=(2, 40, dim)).astype(np.float32)
+        with _compiles() as compiled:
+            result = advi.fit(model, x, x @ np.ones(dim, np.float32) + noise[:, 0],
+                              rng_key=KEY, preset="robust", khat_samples=0)
+        assert result.start.startswith("laplace")
+    # the start, the chunk, the Laplace start's value and gradient and its Hessian
+    assert sorted(compiled) == ["<lambda>", "begin", "chunk", "initialise", "log_density"]
+
+
 @contextlib.contextmanager
 def _compiles():
     """The names of the functions JAX compiles inside the block."""

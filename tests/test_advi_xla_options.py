@@ -36,6 +36,8 @@ def test_cpu_options_by_how_often_a_function_runs_and_by_scatter():
     # a hot loop with a scatter keeps the newer emitters (the older ones loop over its updates)
     assert xla_options.compile_options(jax.jit(gathered).lower(X)) == xla_options.HOT
     assert xla_options.compile_options(None) == {**xla_options.HOT, **older}
+    assert xla_options.compile_options(None, calls="once", alongside=True) == {
+        **xla_options.ONCE, **older, **xla_options.ONE_THREAD}
 
 
 def test_an_unknown_call_count_is_refused():
@@ -45,7 +47,9 @@ def test_an_unknown_call_count_is_refused():
 
 @pytest.mark.parametrize("fn", [gathered, dense])
 @pytest.mark.parametrize("calls", xla_options.CALLS)
-def test_the_options_change_compile_time_not_values(fn, calls):
+@pytest.mark.parametrize("alongside", [False, True])
+def test_the_options_change_compile_time_not_values(fn, calls, alongside):
     lowered = jax.jit(fn).lower(X)
-    fast = lowered.compile(xla_options.compile_options(lowered, calls=calls))
+    fast = lowered.compile(xla_options.compile_options(lowered, calls=calls,
+                                                       alongside=alongside))
     np.testing.assert_allclose(fast(X), lowered.compile()(X), rtol=1e-6, atol=1e-7)
