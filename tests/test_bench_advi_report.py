@@ -1,0 +1,55 @@
+"""benchmarks/bench_advi.py's comparison with Stan's ADVI: each robust fresh process is
+divided by the median of Stan's runs in its own round, and the target is checked on the
+median of those ratios."""
+
+import importlib.util
+import sys
+
+import pytest
+
+from planning.paths import REPO_ROOT
+
+sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+spec = importlib.util.spec_from_file_location("bench_advi",
+                                              REPO_ROOT / "benchmarks" / "bench_advi.py")
+bench_advi = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench_advi)
+
+
+def _stan(number, seconds):
+    return [{"round": number, "seed": i, "fit_s": s, "process_s": s + 2, "iterations": 1000,
+             "converged": True, "lpd": -1.45} for i, s in enumerate(seconds)]
+
+
+def _ours(number, cache, total):
+    return {"round": number, "preset": "robust", "cache": cache, "fit_s": total - 0.5,
+            "sample_s": 0.5}
+
+
+def test_each_round_is_compared_with_stans_runs_of_the_same_round(capsys):
+    # round 0 ran on a loaded machine (Stan 8 s, ours 4 s), round 1 on a quiet one (Stan 5 s,
+    # ours 3 s), round 2 between: pooling Stan's runs would mix the loads
+    stan = _stan(0, [8.0, 9.0, 7.0]) + _stan(1, [5.0, 6.0, 4.0]) + _stan(2, [6.0])
+    ours = [_ours(0, "cold", 4.0), _ours(1, "cold", 3.0), _ours(2, "cold", 2.4),
+            _ours(0, "warm", 2.0), _ours(1, "warm", 3.0), _ours(2, "warm", 1.2),
+            {**_ours(0, "off", 9.0), "preset": "stan"}]
+    verdicts = bench_advi.report_stan(stan, ours)
+    cold, warm = verdicts
+    assert cold[1] == pytest.approx(0.5)  # median of 4/8, 3/5, 2.4/6
+    assert warm[1] == pytest.approx(0.25)  # median of 2/8, 3/5, 1.2/6
+    assert not bench_advi.met(cold) and bench_advi.met(warm)
+    assert "round 1: robust cold TOTAL / Stan's median 5.00 s: 0.600" in capsys.readouterr().out
+
+
+def test_no_stan_runs_no_verdict():
+    assert bench_advi.report_stan([], [_ours(0, "cold", 3.0)]) == []
+
+
+def test_the_fresh_process_table_names_each_rows_round(capsys):
+    row = {"round": 2, "preset": "robust", "cache": "cold", "import_s": 1.5, "compile_s": 2.5,
+           "wall_s": 2.0, "fit_s": 4.6, "sample_s": 0.3, "process_s": 9.0, "lpd": -1.4231,
+           "iterations": 1400, "reason": "rhat", "start": "laplace", "cache_dir": "/tmp/x"}
+    verdicts = bench_advi.report_e1([row])
+    line = next(x for x in capsys.readouterr().out.splitlines() if "robust  cold" in x)
+    assert line.split()[:3] == ["2", "robust", "cold"] and "4.90" in line
+    assert [v[1] for v in verdicts][0] == pytest.approx(4.9)
