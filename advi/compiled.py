@@ -1,12 +1,15 @@
 """The compiled functions of one :func:`advi.fit` configuration, and their reuse.
 
 These functions are compiled per model, data shapes and options, each in a thread of its own
-as soon as it is lowered (the chunk, the longest, first), so that the lowering of the next
-(Python) overlaps the XLA compilation of those before; with the compile options of
-:mod:`advi.xla_options`:
+as soon as it is lowered, so that the lowering of the next (Python) overlaps the XLA
+compilation of those before; with the compile options of :mod:`advi.xla_options`. The
+start's functions are lowered first: :meth:`CompiledADVI.setup` (the Laplace start) needs
+only those, and :func:`advi.fit` runs it in another thread while its own thread lowers and
+compiles the iteration chunk (:meth:`CompiledADVI.finish`):
 
-- ``init(rng_key) -> (keys, params, batch_key)``: the key split by purpose and the initial
-  parameters; ``begin(params) -> state``: a fresh state there;
+- ``init(rng_key) -> (keys, params, batch_key, seed)``: the key split by purpose, the
+  initial parameters and the extra Laplace starts' seed; ``begin(params) -> state``: a
+  fresh state there;
 - with the Laplace start, the log density's value and gradient and its Hessian
   (:func:`advi.laplace.log_density_functions`), which the host-side L-BFGS calls;
 - ``chunk(state, eta, key, salt, num_steps, data)``: any number of iterations at any eta
@@ -154,10 +157,13 @@ class _LazyELBO:
 
 
 def _make_init(target: Target, family: Family, init: str) -> Callable:
-    def initialise(rng_key: Array) -> tuple[tuple[Array, ...], Any, Array]:
+    def initialise(rng_key: Array) -> tuple[tuple[Array, ...], Any, Array, Array]:
         keys = jax.random.split(rng_key, 4)
         params = family.init(keys[0], target.dim, init)
-        return tuple(keys[1:]), params, jax.random.fold_in(keys[0], 1)
+        batch_key = jax.random.fold_in(keys[0], 1)
+        # seeds the extra Laplace starts' inits on the host
+        seed = jax.random.key_data(batch_key).ravel()[-1]
+        return tuple(keys[1:]), params, batch_key, seed
 
     return initialise
 
@@ -193,8 +199,89 @@ class CompileSpec(NamedTuple):
     moments: bool
 
 
+class _Compiled(NamedTuple):
+    """The compiled functions of one configuration (what the in-process cache keeps)."""
+
+    init: Callable
+    begin: Callable
+    laplace: LogDensityFunctions | None
+    chunk: Callable
+    elbo: _LazyELBO
+
+
+class _Compilation:
+    """The compilations of one configuration in flight, each in a thread of its own (the
+    longest first among those lowered together, so that each later lowering, Python on the
+    caller's thread, overlaps the XLA compilation of those before it). Constructing one
+    lowers the start's functions (the initial q; with the Laplace start, the log density's
+    value and gradient and its Hessian); :meth:`loop` lowers the chunk (and Stan's ELBO) and
+    waits for everything. The model is traced once for all of them (its log density is
+    wrapped in ``jax.jit``), and none of them keeps the data."""
+
+    def __init__(self, target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> None:
+        self.data, self.o, self.dtype = target.data, o, dtype
+        target = target._replace(data=None, log_density_fn=jax.jit(target.log_density_fn))
+        self.target, self.optimizer = target, optimizer
+        self.pool = concurrent.futures.ThreadPoolExecutor(6, thread_name_prefix="advi-compile")
+        initialise = jax.jit(_make_init(target, o.family, o.init))
+        begin = jax.jit(_make_begin(optimizer))
+        self.key = jax.random.PRNGKey(0)
+        _, self.params, batch_key, _ = jax.eval_shape(initialise, self.key)
+        self.laplace = _laplace_functions(target) if o.laplace else None
+        self.futures: dict[str, concurrent.futures.Future] = {}
+        if self.laplace is not None:  # the longest first
+            keyed = (batch_key, self.data)
+            if self.laplace.precision is not None:
+                self._submit("precision", self.laplace.precision.lower(self.params.mu, keyed),
+                             "bounded")
+            self._submit("value_and_grad",
+                         self.laplace.value_and_grad.lower(self.params.mu, keyed), "bounded")
+        self._submit("init", initialise.lower(self.key), "once")
+        self._submit("begin", begin.lower(self.params), "once")
+
+    def _submit(self, name: str, lowered: Any, calls: str = "many") -> None:
+        self.futures[name] = self.pool.submit(
+            lowered.compile, compile_options(lowered, calls=calls, alongside=True))
+
+    def start(self) -> tuple[Callable, Callable, LogDensityFunctions | None]:
+        """The start's compiled functions (init, begin, Laplace), once compiled."""
+        done = {name: self.futures[name].result()
+                for name in ("init", "begin", "value_and_grad", "precision")
+                if name in self.futures}
+        laplace = None if self.laplace is None else LogDensityFunctions(
+            done["value_and_grad"], done.get("precision"))
+        return done["init"], done["begin"], laplace
+
+    def loop(self) -> _Compiled:
+        """Lowers the chunk (and, for Stan's loop, the ELBO) on the calling thread, waits for
+        every compilation and returns them all."""
+        try:
+            o, one = self.o, np.ones((), np.int32)
+            alg = algorithm(self.target, family=o.family, optimizer=self.optimizer,
+                            grad_samples=o.grad_samples, precondition=o.precondition,
+                            init=o.init)
+            state = jax.eval_shape(_make_begin(self.optimizer), self.params)
+            chunk = jax.jit(_make_chunk(alg, o.family, o.moments))
+            self._submit("chunk", chunk.lower(state, np.ones((), self.dtype), self.key, one, one,
+                                              self.data))
+            elbo = _LazyELBO(self.target, o.family, o.elbo_samples)
+            if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
+                self._submit("elbo", elbo.jitted.lower(state.params, self.key, one, self.data))
+            init, begin, laplace = self.start()
+            elbo.compiled = self.futures["elbo"].result() if "elbo" in self.futures else None
+            return _Compiled(init, begin, laplace, self.futures["chunk"].result(), elbo)
+        finally:
+            self.pool.shutdown(wait=True)
+
+
 class CompiledADVI:
-    """The compiled setup, chunk and ELBO functions of one target and :class:`CompileSpec`."""
+    """The compiled setup, chunk and ELBO functions of one target and :class:`CompileSpec`.
+
+    Constructing one lowers the start's functions and starts compiling them; :meth:`setup`
+    needs only those, so it can run in another thread while :meth:`finish` lowers (on the
+    caller's thread, in the caller's JAX context) and compiles the iteration chunk. The
+    start runs on the host with compiled functions and NumPy arrays only: it traces and
+    dispatches nothing, so it reads no thread-local JAX setting."""
 
     def __init__(self, target: Target, options: CompileSpec, optimizer: optax.GradientTransformation
                  ) -> None:
@@ -202,91 +289,68 @@ class CompiledADVI:
         self.family = options.family
         self.elbo_samples = options.elbo_samples
         self.dtype = jnp.result_type(float)
-        key = None if target.cache_key is None else (target.cache_key, options, self.dtype)
-        cached = _CACHE.get(key) if key is not None else None
-        self.cache_hit = cached is not None
-        if cached is None:
-            cached = self._compile(target, options, optimizer)
-            if key is not None:
-                _CACHE[key] = cached
-                while len(_CACHE) > CACHE_SIZE:
-                    _CACHE.popitem(last=False)
-        else:
-            _CACHE.move_to_end(key)
-        self.init_fn, self.begin_fn, self.laplace_fns, self.chunk_fn, self._elbo_fn = cached
+        self._key = None if target.cache_key is None else (target.cache_key, options, self.dtype)
+        self._done: _Compiled | None = _CACHE.get(self._key) if self._key is not None else None
+        self.cache_hit = self._done is not None
+        if self._done is not None:
+            _CACHE.move_to_end(self._key)
+        self._compilation = (None if self.cache_hit
+                             else _Compilation(target, options, optimizer, self.dtype))
 
-    def _compile(self, target: Target, o: CompileSpec, optimizer: Any) -> tuple:
-        data, target = target.data, target._replace(data=None)  # the cache keeps no data
-        # one trace of the model serves every function below (jax.jit caches it)
-        target = target._replace(log_density_fn=jax.jit(target.log_density_fn))
-        initialise = jax.jit(_make_init(target, o.family, o.init))
-        begin = jax.jit(_make_begin(optimizer))
-        alg = algorithm(target, family=o.family, optimizer=optimizer,
-                        grad_samples=o.grad_samples, precondition=o.precondition, init=o.init)
-        chunk = jax.jit(_make_chunk(alg, o.family, o.moments))
-        key = jax.random.PRNGKey(0)
-        _, params, batch_key = jax.eval_shape(initialise, key)
-        state = jax.eval_shape(begin, params)
-        one = np.ones((), np.int32)
-        elbo = _LazyELBO(target, o.family, o.elbo_samples)
-        fns = _laplace_functions(target) if o.laplace else None
-        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+    def start_functions(self) -> tuple[Callable, Callable, LogDensityFunctions | None]:
+        """The start's compiled functions (initial q, begin, Laplace), waiting for their
+        compilation only."""
+        if self._done is not None:
+            return self._done.init, self._done.begin, self._done.laplace
+        return self._compilation.start()
 
-            def submit(lowered: Any, calls: str = "many") -> concurrent.futures.Future:
-                return pool.submit(lowered.compile,
-                                   compile_options(lowered, calls=calls, alongside=True))
-
-            # the chunk, the longest to compile, first: each later lowering (Python, one at
-            # a time) overlaps the compilation of those before it
-            futures = {"chunk": submit(chunk.lower(state, np.ones((), self.dtype), key, one,
-                                                   one, data)),
-                       "init": submit(initialise.lower(key), calls="once"),
-                       "begin": submit(begin.lower(params), calls="once")}
-            if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
-                futures["elbo"] = submit(elbo.jitted.lower(state.params, key, one, data))
-            if fns is not None:
-                keyed = (batch_key, data)
-                futures["value_and_grad"] = submit(fns.value_and_grad.lower(params.mu, keyed),
-                                                   calls="bounded")
-                if fns.precision is not None:
-                    futures["precision"] = submit(fns.precision.lower(params.mu, keyed),
-                                                  calls="bounded")
-            done = {name: future.result() for name, future in futures.items()}
-        elbo.compiled = done.get("elbo")
-        if fns is not None:
-            fns = LogDensityFunctions(done["value_and_grad"], done.get("precision"))
-        return done["init"], done["begin"], fns, done["chunk"], elbo
+    def finish(self) -> None:
+        """Lower and compile the iteration chunk (and Stan's ELBO) and wait for every
+        compilation; keeps the functions in the in-process cache. Does nothing the second
+        time, or after a cache hit."""
+        if self._done is not None:
+            return
+        self._done = self._compilation.loop()
+        self._compilation = None
+        if self._key is not None:
+            _CACHE[self._key] = self._done
+            while len(_CACHE) > CACHE_SIZE:
+                _CACHE.popitem(last=False)
 
     def setup(self, rng_key: Array, extra_starts: int = EXTRA_STARTS
               ) -> tuple[tuple[Array, ...], ADVIState, StartInfo]:
         """Keys (adapt, run, elbo), the initial state and how it was chosen (with the
         Laplace start, L-BFGS runs here, on the host, from the initial mean and from
-        ``extra_starts`` more inits: :func:`advi.multistart.multistart_laplace`)."""
-        keys, params, batch_key = self.init_fn(rng_key)
+        ``extra_starts`` more inits: :func:`advi.multistart.multistart_laplace`). Waits
+        for the start's functions only: safe to call from another thread while
+        :meth:`finish` runs."""
+        init_fn, begin_fn, laplace_fns = self.start_functions()
+        keys, params, batch_key, seed = init_fn(rng_key)
         info = StartInfo(False, 0, math.nan)
-        if self.laplace_fns is not None:
-            seed = int(np.asarray(jax.random.key_data(batch_key)).ravel()[-1])
-            start, note, warn = multistart_laplace(self.laplace_fns, self.family, params.mu,
-                                                   (batch_key, self.target.data), seed,
+        if laplace_fns is not None:
+            start, note, warn = multistart_laplace(laplace_fns, self.family, params.mu,
+                                                   (batch_key, self.target.data), int(seed),
                                                    extra_starts)
             info = StartInfo(start.ok, start.steps, start.grad_norm, note, warn,
-                             scaled=start.ok and self.laplace_fns.precision is not None)
+                             scaled=start.ok and laplace_fns.precision is not None)
             if start.ok:
                 params = start.params
-        return keys, self.begin_fn(params), info
+        return keys, begin_fn(params), info
 
     def run(self, state: ADVIState, eta: float, key: Array, salt: int, num_steps: int) -> Any:
         """``num_steps`` iterations at step-size scale ``eta`` (blocks until done); returns
         the state, or ``(state, ChunkMoments)`` when compiled with moments."""
-        out = self.chunk_fn(state, np.asarray(eta, self.dtype), key,
-                            np.asarray(salt, np.int32), np.asarray(num_steps, np.int32),
-                            self.target.data)
+        self.finish()
+        out = self._done.chunk(state, np.asarray(eta, self.dtype), key,
+                               np.asarray(salt, np.int32), np.asarray(num_steps, np.int32),
+                               self.target.data)
         return jax.block_until_ready(out)
 
     def elbo(self, params: Any, key: Array, salt: int) -> tuple[float, np.ndarray]:
         """The ELBO (``-inf`` where non-finite draws exhausted the budget) and log weights."""
-        value, ok, log_weights = self._elbo_fn(params, key, np.asarray(salt, np.int32),
-                                               self.target.data)
+        self.finish()
+        value, ok, log_weights = self._done.elbo(params, key, np.asarray(salt, np.int32),
+                                                 self.target.data)
         value = float(value)
         if not (bool(ok) and math.isfinite(value)):
             value = -math.inf

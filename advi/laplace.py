@@ -39,7 +39,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 import scipy.optimize
@@ -69,8 +68,8 @@ class LaplaceStart(NamedTuple):
     """What :func:`laplace_start` returns.
 
     Attributes:
-        params: the family's parameters at the Laplace start (valid only where ``ok``), in
-            the dtype of ``zeta0``.
+        params: the family's parameters at the Laplace start (valid only where ``ok``), NumPy
+            arrays on the host in the dtype of ``zeta0`` (any JAX function takes them).
         ok: bool, True when the mode was found and its curvature is usable.
         steps: int, L-BFGS iterations used.
         grad_norm: float, ||grad log p|| at the returned point.
@@ -161,13 +160,14 @@ def find_mode(
 
 
 def _host(fn: Callable, data: Any, dtype: Any) -> Callable[[np.ndarray], Any]:
-    return lambda zeta: fn(_device(zeta, dtype), data)
+    return lambda zeta: fn(_cast(zeta, dtype), data)
 
 
-def _device(x: Any, dtype: Any) -> Array:
-    """``x`` cast on the host and put on the device (a transfer: ``jnp.asarray`` would
-    compile a small program per shape)."""
-    return jax.device_put(np.asarray(x, dtype))
+def _cast(x: Any, dtype: Any) -> np.ndarray:
+    """``x`` as a NumPy array of ``dtype``: the compiled functions take it as it is, so
+    the start dispatches no JAX operation (``jnp.asarray`` would compile a small program
+    per shape, and ``device_put`` reads the calling thread's default device)."""
+    return np.asarray(x, dtype)
 
 
 def _whitening(precision: np.ndarray | None, dim: int) -> tuple[np.ndarray, bool]:
@@ -201,7 +201,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
     zeta, precision, steps = np.asarray(zeta0, np.float64), None, 0
     stages = LAPLACE_STAGES if fns.precision is not None else 1
     if fns.precision is not None:  # the first stage too, where the curvature is definite
-        precision = np.asarray(fns.precision(_device(zeta, dtype), data), np.float64)
+        precision = np.asarray(fns.precision(_cast(zeta, dtype), data), np.float64)
         precision = 0.5 * (precision + precision.T)
         if not _whitening(precision, zeta.size)[1]:
             precision = None
@@ -218,7 +218,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
                                    MODE_SD_TOL / 10 if stage > 0 else 0.0)
         zeta, steps = zeta + _times(whiten, shift), steps + used
         if fns.precision is not None:
-            precision = np.asarray(fns.precision(_device(zeta, dtype), data), np.float64)
+            precision = np.asarray(fns.precision(_cast(zeta, dtype), data), np.float64)
             precision = 0.5 * (precision + precision.T)
     return zeta, precision, steps
 
@@ -253,10 +253,10 @@ def laplace_start(
     Returns:
         :class:`LaplaceStart`.
     """
-    dtype = jnp.result_type(zeta0)
+    dtype = np.asarray(zeta0).dtype  # jnp.result_type would read this thread's x64 flag
     mode, precision, steps = _staged_mode(fns, np.asarray(zeta0), data, dtype, max_steps)
     value, grad = (np.asarray(a, np.float64)
-                   for a in fns.value_and_grad(_device(mode, dtype), data))
+                   for a in fns.value_and_grad(_cast(mode, dtype), data))
     grad_norm = float(np.linalg.norm(grad))
     dim = mode.shape[-1]
     sd, scale = np.ones(dim), None  # scale: full-rank q's Cholesky factor, where definite
@@ -271,9 +271,9 @@ def laplace_start(
             whiten, _ = _whitening(precision, dim)
             scale = np.linalg.cholesky(whiten @ whiten.T)
             sd = np.sqrt(np.sum(scale**2, axis=1))
-    mu = _device(mode, dtype)
+    mu = _cast(mode, dtype)
     if family.name == "fullrank":
         scale = np.diag(sd) if scale is None else scale
-        return LaplaceStart(FullRankParams(mu, _device(scale, dtype)), ok, steps, grad_norm, sd)
-    return LaplaceStart(MeanFieldParams(mu, _device(np.log(sd), dtype)), ok, steps, grad_norm,
+        return LaplaceStart(FullRankParams(mu, _cast(scale, dtype)), ok, steps, grad_norm, sd)
+    return LaplaceStart(MeanFieldParams(mu, _cast(np.log(sd), dtype)), ok, steps, grad_norm,
                         sd)

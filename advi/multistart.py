@@ -36,8 +36,6 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .families import Family
@@ -85,7 +83,7 @@ class MultiStart(NamedTuple):
 
 def _mode(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any) -> Mode | None:
     """The :class:`Mode` at ``zeta``, or None where -H is not positive definite."""
-    point = jax.device_put(np.asarray(zeta, dtype))
+    point = np.asarray(zeta, dtype)
     value = float(fns.value_and_grad(point, data)[0])
     precision = np.asarray(fns.precision(point, data), np.float64)
     try:
@@ -120,7 +118,7 @@ def _extra_modes(fns: LogDensityFunctions, start: LaplaceStart, family: Family, 
              else np.diag(sd))
 
     def value_and_grad(zeta: np.ndarray) -> Any:
-        return fns.value_and_grad(jax.device_put(np.asarray(zeta, dtype)), data)
+        return fns.value_and_grad(np.asarray(zeta, dtype), data)
 
     floor = float(value_and_grad(here)[0]) - MULTIMODAL_NATS
     for _ in range(extra_starts):
@@ -161,7 +159,7 @@ def multistart_laplace(fns: LogDensityFunctions, family: Family, zeta0: Any, dat
     first = laplace_start(fns, family, zeta0, data)
     if not first.ok or fns.precision is None or extra_starts == 0:
         return MultiStart(first)
-    dtype = jnp.result_type(zeta0)
+    dtype = np.asarray(zeta0).dtype  # jnp.result_type would read this thread's x64 flag
     found, log_p, steps = _extra_modes(fns, first, family, data, seed, extra_starts)
     total = first.steps + steps
     here = _mode(fns, np.asarray(first.params.mu, np.float64), data, dtype) if found else None

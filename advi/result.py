@@ -145,7 +145,9 @@ class ADVIResult:
             excluding compilation and the time spent in the checkpoint hook.
         adapt_s: seconds before the main loop: the start (the Laplace start's L-BFGS) and
             the eta search (part of ``wall_s``).
-        compile_s: seconds spent compiling, not part of ``wall_s``.
+        compile_s: seconds spent compiling, not part of ``wall_s``: the start's functions,
+            and whatever of the chunk's compilation was still going when the start (which
+            runs meanwhile, in another thread) had ended.
         khat_weights_fn: ``() -> (khat_samples,) float`` drawing the log weights of
             :attr:`khat_log_weights`, or None (minibatch fits, whose log p is a minibatch
             estimate, or ``khat_samples=0``).

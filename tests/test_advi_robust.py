@@ -149,6 +149,29 @@ def test_a_robust_fit_compiles_its_own_functions_and_no_eager_op():
     assert sorted(compiled) == ["<lambda>", "begin", "chunk", "initialise", "log_density"]
 
 
+def test_the_start_runs_beside_the_chunks_compilation_in_the_callers_jax_context():
+    # the Laplace start runs in a second thread while the fit's own thread traces the
+    # chunk: a JAX context manager around advi.fit (here 64-bit floats) reaches every
+    # compiled function, and the start's host arrays take their dtype
+    def model(x, y):
+        beta = numpyro.sample("beta", dist.Normal(0.0, 10.0).expand([2]).to_event(1))
+        numpyro.sample("y", dist.Normal(x @ beta, 1.0), obs=y)
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(30, 2))
+    y = x @ np.array([1.0, -2.0]) + rng.normal(size=30)
+    with jax.enable_x64(True):
+        result = advi.fit(model, x, y, rng_key=KEY, preset="robust", khat_samples=0)
+    assert result.params.mu.dtype == jnp.float64 and result.start.startswith("laplace")
+    # the exact posterior (conjugate: prior N(0, 100 I), unit noise)
+    precision = x.T @ x + np.eye(2) / 100.0
+    mean = np.linalg.solve(precision, x.T @ y)
+    sd = 1 / np.sqrt(np.diag(precision))  # mean-field optimum: 1 / sqrt(Lambda_kk)
+    assert np.max(np.abs(np.asarray(result.params.mu) - mean) / sd) < 0.1
+    np.testing.assert_allclose(np.exp(np.asarray(result.params.omega)), sd, rtol=0.1)
+    assert result.compile_s >= 0 and result.adapt_s > 0
+
+
 @contextlib.contextmanager
 def _compiles():
     """The names of the functions JAX compiles inside the block."""
