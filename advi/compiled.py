@@ -229,15 +229,20 @@ class _Compilation:
         _, self.params, batch_key, _ = jax.eval_shape(initialise, self.key)
         self.laplace = _laplace_functions(target) if o.laplace else None
         self.futures: dict[str, concurrent.futures.Future] = {}
-        if self.laplace is not None:  # the longest first
-            keyed = (batch_key, self.data)
-            if self.laplace.precision is not None:
-                self._submit("precision", self.laplace.precision.lower(self.params.mu, keyed),
+        try:
+            if self.laplace is not None:  # the longest first
+                keyed = (batch_key, self.data)
+                if self.laplace.precision is not None:
+                    self._submit("precision",
+                                 self.laplace.precision.lower(self.params.mu, keyed), "bounded")
+                self._submit("value_and_grad",
+                             self.laplace.value_and_grad.lower(self.params.mu, keyed),
                              "bounded")
-            self._submit("value_and_grad",
-                         self.laplace.value_and_grad.lower(self.params.mu, keyed), "bounded")
-        self._submit("init", initialise.lower(self.key), "once")
-        self._submit("begin", begin.lower(self.params), "once")
+            self._submit("init", initialise.lower(self.key), "once")
+            self._submit("begin", begin.lower(self.params), "once")
+        except BaseException:  # e.g. the model fails to trace: nothing is left compiling
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            raise
 
     def _submit(self, name: str, lowered: Any, calls: str = "many") -> None:
         self.futures[name] = self.pool.submit(
