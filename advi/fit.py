@@ -150,7 +150,8 @@ def fit(
             stop ("relative_elbo" or "rhat"); precondition (scale mean steps by q's sd);
             fullrank_max_dim (largest K for family="fullrank", default 5,000);
             laplace_starts (L-BFGS starts of the Laplace start, default 5;
-            :mod:`advi.multistart`).
+            :mod:`advi.multistart`); overlap_compile (run the start while the iteration
+            chunk compiles, default True).
 
     Returns:
         :class:`ADVIResult`; ``convergence_reason`` says which rule stopped the run.
@@ -177,8 +178,14 @@ def fit(
     enable_default_cache()
     begun = clock()
     compiled = _compile(target, o, opt)
-    setup, compile_s, start_s = _start_while_compiling(compiled, rng_key, o.laplace_starts - 1,
-                                                       clock, begun)
+    if o.overlap_compile:
+        setup, compile_s, start_s = _start_while_compiling(compiled, rng_key,
+                                                           o.laplace_starts - 1, clock, begun)
+    else:
+        compiled.finish()
+        compile_s, start = clock() - begun, clock()
+        setup = compiled.setup(rng_key, extra_starts=o.laplace_starts - 1)
+        start_s = clock() - start
     (adapt_key, run_key, elbo_key), state0, start_info = setup
     logger.info("compiled in %.1f s", compile_s)
     _report_start(o, start_info, start_s)

@@ -172,6 +172,25 @@ def test_the_start_runs_beside_the_chunks_compilation_in_the_callers_jax_context
     assert result.compile_s >= 0 and result.adapt_s > 0
 
 
+def test_the_start_beside_the_compilation_or_after_it_gives_the_same_fit():
+    # overlap_compile changes when the start runs (the workflow's protocol runs it after
+    # the compilation, to keep the compilation's load off the clock), never what it finds
+    def model(y):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(2.0))
+        numpyro.sample("y", dist.Normal(mu, sigma), obs=y)
+
+    y = jnp.asarray(np.random.default_rng(4).normal(1.0, 0.5, size=25), jnp.float32)
+    fits = [advi.fit(model, y, rng_key=KEY, preset="robust", khat_samples=0,
+                     overlap_compile=overlap) for overlap in (True, False)]
+    for a, b in zip(jax.tree.leaves(fits[0].params), jax.tree.leaves(fits[1].params),
+                    strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert fits[0].start == fits[1].start and fits[0].start.startswith("laplace")
+    with pytest.raises(ValueError, match="overlap_compile='no' must be True or False"):
+        advi.fit(model, y, rng_key=KEY, overlap_compile="no")
+
+
 @contextlib.contextmanager
 def _compiles():
     """The names of the functions JAX compiles inside the block."""
