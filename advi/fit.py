@@ -178,14 +178,8 @@ def fit(
     enable_default_cache()
     begun = clock()
     compiled = _compile(target, o, opt)
-    if o.overlap_compile:
-        setup, compile_s, start_s = _start_while_compiling(compiled, rng_key,
-                                                           o.laplace_starts - 1, clock, begun)
-    else:
-        compiled.finish()
-        compile_s, start = clock() - begun, clock()
-        setup = compiled.setup(rng_key, extra_starts=o.laplace_starts - 1)
-        start_s = clock() - start
+    setup, compile_s, start_s = _compile_and_start(compiled, rng_key, o.laplace_starts - 1,
+                                                   clock, begun, o.overlap_compile)
     (adapt_key, run_key, elbo_key), state0, start_info = setup
     logger.info("compiled in %.1f s", compile_s)
     _report_start(o, start_info, start_s)
@@ -204,14 +198,15 @@ def fit(
     return checked_fullrank(result, state0.params if start_info.laplace else None)
 
 
-def _start_while_compiling(compiled: CompiledADVI, rng_key: Array, extra_starts: int,
-                           clock: Clock, begun: float) -> tuple[Any, float, float]:
-    """The fit's start (:meth:`CompiledADVI.setup`: the initial q, the Laplace start) in a
-    thread of its own, as soon as its functions are compiled, while this thread lowers and
-    compiles the iteration chunk (:meth:`CompiledADVI.finish`; tracing stays on the
-    caller's thread, in the caller's JAX context; the start calls compiled functions only,
-    on NumPy arrays converted with the caller's x64 setting). On E1 (K = 501) the Laplace start's
-    second of L-BFGS and Hessians then overlaps the chunk's tracing and compilation.
+def _compile_and_start(compiled: CompiledADVI, rng_key: Array, extra_starts: int,
+                       clock: Clock, begun: float, overlap: bool) -> tuple[Any, float, float]:
+    """Finish compiling (:meth:`CompiledADVI.finish`) and run the fit's start
+    (:meth:`CompiledADVI.setup`: the initial q, the Laplace start), one after the other or,
+    with ``overlap``, the start in a thread of its own as soon as its functions are
+    compiled while this thread lowers and compiles the iteration chunk. Tracing stays on
+    this thread, in the caller's JAX context; the start calls compiled functions only, on
+    NumPy arrays converted with the caller's x64 setting. On E1 (K = 501) the Laplace
+    start's second of L-BFGS and Hessians then overlaps the chunk's tracing and lowering.
 
     Returns:
         (setup's output, compile_s, start_s): the start's seconds run from when its
@@ -230,6 +225,10 @@ def _start_while_compiling(compiled: CompiledADVI, rng_key: Array, extra_starts:
             setup = compiled.setup(rng_key, extra_starts=extra_starts)
         return setup, ready, clock()
 
+    if not overlap:
+        compiled.finish()
+        setup, ready, ended = timed_setup()
+        return setup, ready - begun, ended - ready
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="advi-start") as worker:
         started = worker.submit(timed_setup)
         compiled.finish()
