@@ -35,6 +35,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import math
+import threading
 from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
@@ -76,6 +77,29 @@ class StartInfo(NamedTuple):
     note: str | None = None
     warn: bool = False
     scaled: bool = False
+
+
+class StartCancelled(Exception):
+    """Raised in the start's thread when its fit was interrupted (:meth:`CompiledADVI.setup`
+    with a ``cancel`` event that was set): the start stops at its next call of a compiled
+    function instead of running its L-BFGS searches to the end."""
+
+
+def _cancellable(fns: LogDensityFunctions, cancel: threading.Event) -> LogDensityFunctions:
+    """``fns`` whose every call first raises :class:`StartCancelled` once ``cancel`` is set."""
+
+    def checked(fn: Callable | None) -> Callable | None:
+        if fn is None:
+            return None
+
+        def call(*args: Any) -> Any:
+            if cancel.is_set():
+                raise StartCancelled("the fit was interrupted during its start")
+            return fn(*args)
+
+        return call
+
+    return LogDensityFunctions(checked(fns.value_and_grad), checked(fns.precision))
 
 
 class ChunkMoments(NamedTuple):
@@ -259,7 +283,9 @@ class _Compilation:
 
     def loop(self) -> _Compiled:
         """Lowers the chunk (and, for Stan's loop, the ELBO) on the calling thread, waits for
-        every compilation and returns them all."""
+        every compilation and returns them all. Interrupted (e.g. by Ctrl-C), it returns at
+        once: compilations not yet begun are cancelled, those running end in the
+        background."""
         try:
             o, one = self.o, np.ones((), np.int32)
             alg = algorithm(self.target, family=o.family, optimizer=self.optimizer,
@@ -274,9 +300,12 @@ class _Compilation:
                 self._submit("elbo", elbo.jitted.lower(state.params, self.key, one, self.data))
             init, begin, laplace = self.start()
             elbo.compiled = self.futures["elbo"].result() if "elbo" in self.futures else None
-            return _Compiled(init, begin, laplace, self.futures["chunk"].result(), elbo)
-        finally:
-            self.pool.shutdown(wait=True)
+            done = _Compiled(init, begin, laplace, self.futures["chunk"].result(), elbo)
+        except BaseException:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        self.pool.shutdown(wait=True)
+        return done
 
 
 class CompiledADVI:
@@ -322,14 +351,22 @@ class CompiledADVI:
             while len(_CACHE) > CACHE_SIZE:
                 _CACHE.popitem(last=False)
 
-    def setup(self, rng_key: Array, extra_starts: int = EXTRA_STARTS
+    def setup(self, rng_key: Array, extra_starts: int = EXTRA_STARTS,
+              cancel: threading.Event | None = None
               ) -> tuple[tuple[Array, ...], ADVIState, StartInfo]:
         """Keys (adapt, run, elbo), the initial state and how it was chosen (with the
         Laplace start, L-BFGS runs here, on the host, from the initial mean and from
         ``extra_starts`` more inits: :func:`advi.multistart.multistart_laplace`). Waits
         for the start's functions only: safe to call from another thread while
-        :meth:`finish` runs."""
+        :meth:`finish` runs.
+
+        Raises:
+            StartCancelled: ``cancel`` was set (by the thread that runs the fit, when it
+                was interrupted) before the start ended.
+        """
         init_fn, begin_fn, laplace_fns = self.start_functions()
+        if laplace_fns is not None and cancel is not None:
+            laplace_fns = _cancellable(laplace_fns, cancel)
         keys, params, batch_key, seed = init_fn(rng_key)
         info = StartInfo(False, 0, math.nan)
         if laplace_fns is not None:

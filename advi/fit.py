@@ -14,6 +14,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import math
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -207,6 +208,8 @@ def _compile_and_start(compiled: CompiledADVI, rng_key: Array, extra_starts: int
     this thread, in the caller's JAX context; the start calls compiled functions only, on
     NumPy arrays converted with the caller's x64 setting. On E1 (K = 501) the Laplace
     start's second of L-BFGS and Hessians then overlaps the chunk's tracing and lowering.
+    Interrupted (Ctrl-C, or an error on this thread), the start stops at its next call of
+    a compiled function (:class:`advi.compiled.StartCancelled`) and this raises at once.
 
     Returns:
         (setup's output, compile_s, start_s): the start's seconds run from when its
@@ -215,6 +218,7 @@ def _compile_and_start(compiled: CompiledADVI, rng_key: Array, extra_starts: int
         ``begun``, a reading of ``clock``).
     """
     x64 = bool(jax.config.jax_enable_x64)  # this thread's, e.g. inside jax.enable_x64()
+    cancel = threading.Event()
 
     def timed_setup() -> tuple[Any, float, float]:
         compiled.start_functions()
@@ -222,7 +226,7 @@ def _compile_and_start(compiled: CompiledADVI, rng_key: Array, extra_starts: int
         # the NumPy arrays the start passes to compiled functions get this thread's float
         # width when they are put on the device
         with jax.enable_x64(x64):
-            setup = compiled.setup(rng_key, extra_starts=extra_starts)
+            setup = compiled.setup(rng_key, extra_starts=extra_starts, cancel=cancel)
         return setup, ready, clock()
 
     if not overlap:
@@ -231,9 +235,13 @@ def _compile_and_start(compiled: CompiledADVI, rng_key: Array, extra_starts: int
         return setup, ready - begun, ended - ready
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="advi-start") as worker:
         started = worker.submit(timed_setup)
-        compiled.finish()
-        compiled_at = clock()
-        setup, ready, ended = started.result()
+        try:
+            compiled.finish()
+            compiled_at = clock()
+            setup, ready, ended = started.result()
+        except BaseException:  # e.g. Ctrl-C: the start stops at its next compiled call
+            cancel.set()
+            raise
     return setup, (ready - begun) + max(0.0, compiled_at - ended), ended - ready
 
 

@@ -5,6 +5,8 @@ import contextlib
 import logging
 import math
 import re
+import threading
+import time
 
 import jax
 import jax.numpy as jnp
@@ -189,6 +191,45 @@ def test_the_start_beside_the_compilation_or_after_it_gives_the_same_fit():
     assert fits[0].start == fits[1].start and fits[0].start.startswith("laplace")
     with pytest.raises(ValueError, match="overlap_compile='no' must be True or False"):
         advi.fit(model, y, rng_key=KEY, overlap_compile="no")
+
+
+def test_an_interrupt_while_the_chunk_compiles_stops_the_start_at_its_next_evaluation():
+    # Ctrl-C (here: the fit's clock raising on the fit's own thread once the chunk is
+    # compiled) while the Laplace start runs in its thread beside the compilation: the
+    # start stops at its next log-density call instead of running its L-BFGS searches to
+    # the end, and the fit raises at once
+    calls = []
+
+    def slow(_):  # every log density the start evaluates takes 0.2 s
+        calls.append(threading.current_thread().name)
+        time.sleep(0.2)
+
+    def log_density(z):
+        jax.debug.callback(slow, z[0])
+        return -0.5 * jnp.sum((z - jnp.arange(3.0)) ** 2)
+
+    target = advi.from_log_density(log_density, dim=3)
+    seen = {"main": 0, "calls_then": None}
+
+    def clock():
+        if threading.current_thread() is threading.main_thread():
+            seen["main"] += 1
+            if seen["main"] == 2:  # the reading after the chunk has compiled
+                seen["calls_then"] = len(calls)
+                raise KeyboardInterrupt
+        return time.perf_counter()
+
+    with pytest.raises(KeyboardInterrupt):
+        advi.fit(target, rng_key=KEY, preset="robust", clock=clock)
+    after = len(calls)
+    time.sleep(0.5)
+    assert len(calls) == after  # nothing runs on in the background
+    assert seen["calls_then"] is not None
+    assert all(name.startswith("advi-start") for name in calls)
+    # the start needs over 20 evaluations (5 L-BFGS searches and 3 Hessians); one at most
+    # was under way when the interrupt came
+    assert after - seen["calls_then"] <= 1, (seen, after)
+    assert not [t for t in threading.enumerate() if t.name.startswith("advi-")]
 
 
 @contextlib.contextmanager
