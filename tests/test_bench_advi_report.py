@@ -2,18 +2,11 @@
 divided by the median of Stan's runs in its own round, and the target is checked on the
 median of those ratios."""
 
-import importlib.util
-import sys
 
 import pytest
+from bench_scripts import load
 
-from planning.paths import REPO_ROOT
-
-sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-spec = importlib.util.spec_from_file_location("bench_advi",
-                                              REPO_ROOT / "benchmarks" / "bench_advi.py")
-bench_advi = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench_advi)
+bench_advi = load("bench_advi")
 
 
 def _stan(number, seconds):

@@ -1,7 +1,6 @@
 """benchmarks/cmdstan_advi.py without CmdStan: a stand-in program that prints CmdStan's
 ADVI output and writes its CSV; the seconds come from a fake clock."""
 
-import importlib.util
 import json
 import re
 import stat
@@ -10,13 +9,11 @@ import textwrap
 
 import numpy as np
 import pytest
+from bench_scripts import load
 
 from planning.paths import REPO_ROOT
 
-spec = importlib.util.spec_from_file_location(
-    "cmdstan_advi", REPO_ROOT / "benchmarks" / "cmdstan_advi.py")
-cmdstan_advi = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(cmdstan_advi)
+cmdstan_advi = load("cmdstan_advi")
 
 D = 3
 

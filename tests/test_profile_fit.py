@@ -2,18 +2,11 @@
 seconds, the fit's log keeps its first and last progress lines, and the CPU readings become
 cores busy per window."""
 
-import importlib.util
-import sys
 
 import pytest
+from bench_scripts import load
 
-from planning.paths import REPO_ROOT
-
-sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-spec = importlib.util.spec_from_file_location("profile_fit",
-                                              REPO_ROOT / "benchmarks" / "profile_fit.py")
-profile_fit = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(profile_fit)
+profile_fit = load("profile_fit")
 
 BEGUN = 100.0
 
