@@ -31,11 +31,16 @@ Stan's own ADVI on the same data (:mod:`cmdstan_advi`) and checks the issue's ta
 this machine: our robust fit + 1,000 draws below half of Stan's median, cold and warm.
 Each of the ``--cold-runs`` rounds runs our fresh processes and then ``--stan-runs`` of
 Stan's, so each ratio compares runs minutes apart; the target is checked on the median
-ratio over the rounds.
+ratio over the rounds. With ``--baseline REV`` (a git revision of this repository,
+checked out by :mod:`baseline_code`), each round of (b) also runs that revision's robust
+fit, cold and warm, alternated with ours, and checks that the speed is kept: our time over
+its, in the same round, at most 1 (median over the rounds). Timings taken hours apart
+compare machines as much as code; these are minutes apart.
 
     python benchmarks/bench_advi.py            # about 7 minutes on 2 CPU cores
     python benchmarks/bench_advi.py --quick    # fewer iterations and repeats
     python benchmarks/bench_advi.py --parts b --cmdstan-binary benchmarks/stan/linreg_ard
+    python benchmarks/bench_advi.py --parts b --cold-runs 5 --baseline c6d475a
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import baseline_code
 import bench_common as common
 import cmdstan_advi
 
@@ -65,6 +71,7 @@ NUTS_LPD = -1.423
 TARGET_LPD_GAP = 0.01
 STAN_COLD_S = "4.9-8.4"
 TARGET_STAN_RATIO = 0.5
+TARGET_BASELINE = 1.0
 ETA = 0.1
 PRESETS = ("stan", "robust")
 
@@ -294,13 +301,28 @@ def measure(timers: dict[str, Timed], iters: int, repeats: int) -> dict[str, lis
 # ----------------------------------------------------------------------------------------
 
 
+def import_advi(path: str | None) -> Any:
+    """``import advi``, from the folder ``path`` when given (``--baseline``'s checkout,
+    ahead of this checkout on ``sys.path``).
+
+    Raises:
+        ImportError: ``advi`` was loaded from somewhere else.
+    """
+    if path is not None:
+        sys.path.insert(0, path)
+    import advi
+
+    if path is not None and not Path(advi.__file__).is_relative_to(path):
+        raise ImportError(f"advi came from {advi.__file__}, not from the baseline at {path}")
+    return advi
+
+
 def child_e1(args: argparse.Namespace) -> dict:
     """(b): import, E1 data, ``advi.fit(preset=...)``, 1,000 draws, held-out lpd."""
     start = time.perf_counter()
     import jax
 
-    import advi
-
+    advi = import_advi(args.advi_path)
     out = {"import_s": time.perf_counter() - start}
     model, train, heldout = common.e1_problem(args.seed, args.num_train, args.num_features)
     jax.block_until_ready((train, heldout))
@@ -355,14 +377,19 @@ def summary(result: Any) -> dict:
 CACHES = ("cold", "warm", "off")
 """How a fresh process finds the compilation cache (:func:`run_child`)."""
 
+BASELINE_CACHES = ("cold", "warm")
+"""The caches of ``--baseline``'s fresh processes (the robust preset only)."""
+
 
 def run_child(kind: str, preset: str, cache: str, cache_home: str,
-              args: argparse.Namespace) -> dict:
+              args: argparse.Namespace, advi_path: Path | None = None) -> dict:
     """Run ``kind`` ("e1" or "schools") in a fresh interpreter and return its JSON answer
     plus the process's own seconds. Its user cache folder is ``cache_home``
     (``XDG_CACHE_HOME``), where the first ``advi.fit`` puts JAX's persistent compilation
     cache by default; ``cache="off"`` turns that cache off (``ADVI_COMPILATION_CACHE=0``). Any
-    cache configured in this environment is dropped."""
+    cache configured in this environment is dropped. With ``advi_path`` (a
+    :func:`baseline_code.checkout`) the child imports that ``advi``, and the row's "code" is
+    "baseline" instead of "current"."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("JAX_COMPILATION_CACHE_DIR", "ADVI_COMPILATION_CACHE")}
     env["XDG_CACHE_HOME"] = cache_home
@@ -371,34 +398,47 @@ def run_child(kind: str, preset: str, cache: str, cache_home: str,
     command = [sys.executable, str(Path(__file__).resolve()), "--child", kind,
                "--preset", preset, "--seed", str(args.seed),
                "--num-train", str(args.num_train), "--num-features", str(args.num_features)]
+    if advi_path is not None:
+        command += ["--advi-path", str(advi_path)]
     start = time.perf_counter()
     proc = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     process_s = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"child {kind} ({preset}) failed:\n{proc.stderr[-3000:]}")
     answer = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {**answer, "preset": preset, "cache": cache, "process_s": process_s}
+    return {**answer, "preset": preset, "cache": cache, "process_s": process_s,
+            "code": "current" if advi_path is None else "baseline"}
 
 
-def fresh_processes(kind: str, args: argparse.Namespace) -> list[dict]:
+def fresh_processes(kind: str, args: argparse.Namespace, advi_path: Path | None = None,
+                    presets: tuple[str, ...] = PRESETS, caches: tuple[str, ...] = CACHES
+                    ) -> list[dict]:
     """Per preset, on one new empty user cache folder: a run with the default cache
     ("cold": nothing cached yet), a second on what it left ("warm"), and one with the cache
-    off ("off")."""
+    off ("off"); ``advi_path`` as :func:`run_child`."""
     rows = []
-    for preset in PRESETS:
+    for preset in presets:
         with tempfile.TemporaryDirectory(prefix="bench-advi-cache-") as cache_home:
-            rows += [run_child(kind, preset, cache, cache_home, args) for cache in CACHES]
+            rows += [run_child(kind, preset, cache, cache_home, args, advi_path)
+                     for cache in caches]
     return rows
 
 
-def rounds(kind: str, args: argparse.Namespace, stan: Callable[[int], list[dict]] | None = None
-           ) -> tuple[list[dict], list[dict]]:
+def rounds(kind: str, args: argparse.Namespace, stan: Callable[[int], list[dict]] | None = None,
+           baseline: Path | None = None) -> tuple[list[dict], list[dict]]:
     """``--cold-runs`` rounds of :func:`fresh_processes`, each followed by ``stan(round)``
     (Stan's ADVI, with ``--cmdstan-binary``), so that ours and Stan's are timed minutes
-    apart, under the same load; every row is tagged with its round. Returns (ours, Stan's)."""
+    apart, under the same load; every row is tagged with its round. With ``baseline`` (a
+    :func:`baseline_code.checkout`), each round also runs that code's robust fit, cold and
+    warm, before ours in odd rounds and after them in even ones. Returns (ours, Stan's);
+    ours holds both codes' rows, told apart by their "code"."""
     ours, theirs = [], []
     for number in range(args.cold_runs):
-        ours += [{**row, "round": number} for row in fresh_processes(kind, args)]
+        runs = [lambda: fresh_processes(kind, args)]
+        if baseline is not None:
+            runs.append(lambda: fresh_processes(kind, args, baseline, ("robust",), BASELINE_CACHES))
+        for run in runs[::-1] if number % 2 else runs:
+            ours += [{**row, "round": number} for row in run()]
         if stan is not None:
             theirs += [{**row, "round": number} for row in stan(number)]
     return ours, theirs
@@ -539,20 +579,52 @@ def report_stan(rows: list[dict], ours: list[dict]) -> list[Verdict]:
     return verdicts
 
 
-def report_e1(rows: list[dict]) -> list[Verdict]:
-    """(b): one line per fresh process; targets for the robust preset's cold runs."""
-    print(f"(b) E1 cold, fresh process: advi.fit(preset) + result.sample(key, 1000); "
-          f"held-out lpd vs NUTS {NUTS_LPD}")
+def report_baseline(rows: list[dict], baseline: str) -> list[Verdict]:
+    """(b) with ``--baseline``: in each round, the current code's robust fit + 1,000 draws
+    over the baseline's, cold and warm cache; the target (at most 1: speed kept) is checked
+    on the median of these ratios over the rounds."""
+    robust = {(r["code"], r["cache"], r["round"]): r["fit_s"] + r["sample_s"]
+              for r in rows if r["preset"] == "robust"}
+    print(f"(b) E1 robust fit + 1,000 draws, this code / the code at --baseline {baseline}, "
+          "fresh processes alternated in each round. The baseline's:")
+    print_fresh_processes([r for r in rows if r["code"] == "baseline"])
+    verdicts = []
+    for cache in BASELINE_CACHES:
+        pairs = [(n, robust[("current", cache, n)], old)
+                 for (code, c, n), old in sorted(robust.items())
+                 if code == "baseline" and c == cache]
+        if not pairs:
+            continue
+        for n, current, old in pairs:
+            print(f"  round {n}, {cache}: {current:.2f} s / {old:.2f} s = {current / old:.3f}")
+        verdicts.append((f"(b) E1 robust {cache}-cache fit + 1,000 draws / the same at "
+                         f"{baseline} (median of {len(pairs)} rounds)",
+                         statistics.median(c / o for _, c, o in pairs), "<=", TARGET_BASELINE))
+    print()
+    return verdicts
+
+
+def print_fresh_processes(rows: list[dict]) -> None:
+    """(b)'s table: one line per fresh process."""
     print(f"  {'round':5s} {'preset':7s} {'cache':5s} {'import':>7s} {'compile':>8s} "
           f"{'optim':>6s} {'fit':>6s} {'sample':>7s} {'TOTAL':>6s} {'process':>8s} {'lpd':>8s} "
           f"{'gap':>7s}  iterations, stop, start")
-    verdicts = []
     for r in rows:
         total, gap = r["fit_s"] + r["sample_s"], abs(r["lpd"] - NUTS_LPD)
         print(f"  {r['round']:5d} {r['preset']:7s} {r['cache']:5s} {r['import_s']:7.2f} "
               f"{r['compile_s']:8.2f} {r['wall_s']:6.2f} {r['fit_s']:6.2f} "
               f"{r['sample_s']:7.2f} {total:6.2f} {r['process_s']:8.2f} {r['lpd']:8.4f} "
               f"{gap:7.4f}  {r['iterations']}, {r['reason']}, {r['start']}")
+
+
+def report_e1(rows: list[dict]) -> list[Verdict]:
+    """(b): one line per fresh process; targets for the robust preset's cold runs."""
+    print(f"(b) E1 cold, fresh process: advi.fit(preset) + result.sample(key, 1000); "
+          f"held-out lpd vs NUTS {NUTS_LPD}")
+    print_fresh_processes(rows)
+    verdicts = []
+    for r in rows:
+        total, gap = r["fit_s"] + r["sample_s"], abs(r["lpd"] - NUTS_LPD)
         if r["preset"] == "robust" and r["cache"] == "cold":
             verdicts += [("(b) E1 robust cold fit + 1,000 draws, s", total, "<", TARGET_COLD_S),
                          ("(b) E1 robust |lpd - NUTS|, nats", gap, "<=", TARGET_LPD_GAP)]
@@ -611,10 +683,15 @@ def parse_args() -> argparse.Namespace:
                         "ADVI on the same data")
     parser.add_argument("--stan-runs", type=int, default=3,
                         help="Stan's ADVI runs per round (3)")
+    parser.add_argument("--baseline", default=None, metavar="REV",
+                        help="a git revision of this repository: (b) also times its robust "
+                        "fit, cold and warm, in each round (speed kept: this code's / its "
+                        "<= 1)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--num-train", type=int, default=10_000)
     parser.add_argument("--num-features", type=int, default=250)
     parser.add_argument("--child", choices=("e1", "schools"), help=argparse.SUPPRESS)
+    parser.add_argument("--advi-path", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--preset", choices=PRESETS, default="stan", help=argparse.SUPPRESS)
     args = parser.parse_args()
     for name in ("cold_runs", "stan_runs"):
@@ -624,6 +701,11 @@ def parse_args() -> argparse.Namespace:
     if binary is not None and not (binary.is_file() and os.access(binary, os.X_OK)):
         parser.error(f"--cmdstan-binary {binary} is not an executable file; build one with "
                      "$CMDSTAN/bin/build_model benchmarks/stan/linreg_ard.stan")
+    if args.baseline is not None:
+        try:
+            baseline_code.resolve(common.ROOT, args.baseline)
+        except baseline_code.BaselineError as error:
+            parser.error(str(error))
     args.iters = args.iters or (100 if args.quick else 300)
     args.repeats = args.repeats or (3 if args.quick else 5)
     return args
@@ -638,8 +720,10 @@ def main() -> None:
     # the fresh processes first, while this one has not yet loaded anything heavy
     e1_rows, stan_rows = [], []
     if "b" in args.parts:
-        with stan_runner(args) as stan:
-            e1_rows, stan_rows = rounds("e1", args, stan)
+        with stan_runner(args) as stan, contextlib.ExitStack() as stack:
+            baseline = None if args.baseline is None else stack.enter_context(
+                baseline_code.checkout(common.ROOT, args.baseline))
+            e1_rows, stan_rows = rounds("e1", args, stan, baseline)
     schools_rows = rounds("schools", args)[0] if "c" in args.parts else []
     import advi
 
@@ -654,8 +738,11 @@ def main() -> None:
         target = advi.from_numpyro(model, train, {})
         verdicts += report_iteration_cost(target, model, train, args)
     if e1_rows:
-        verdicts += report_e1(e1_rows)
-        verdicts += report_stan(stan_rows, e1_rows)
+        current = [r for r in e1_rows if r["code"] == "current"]
+        verdicts += report_e1(current)
+        verdicts += report_stan(stan_rows, current)
+        if args.baseline is not None:
+            verdicts += report_baseline(e1_rows, args.baseline)
     if schools_rows:
         verdicts += report_schools(schools_rows)
     print(f"load average (1, 5, 15 min) at the end: {common.format_load()}")

@@ -2,11 +2,18 @@
 divided by the median of Stan's runs in its own round, and the target is checked on the
 median of those ratios."""
 
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from bench_scripts import load
 
+import advi  # noqa: F401  (imported, so that a baseline's advi cannot be)
+from planning.paths import REPO_ROOT
+
 bench_advi = load("bench_advi")
+baseline_code = load("baseline_code")
 
 
 def _stan(number, seconds):
@@ -61,3 +68,42 @@ def test_iteration_ratios_pair_the_timings_of_each_repeat(capsys):
     assert verdicts["(a) step stan / grad call, M = 10"] == pytest.approx(1.0)
     line = next(x for x in capsys.readouterr().out.splitlines() if "robust / svi" in x)
     assert "0.800 (0.600-1.379)" in line and "target <= 1.0" in line
+
+
+def _timed(code, number, cache, total):
+    return {**_ours(number, cache, total), "code": code}
+
+
+def test_the_baseline_is_compared_round_by_round_with_the_current_code(capsys):
+    # round 0 loaded (both slow), round 1 quiet: each pair is divided within its round
+    rows = [_timed("current", 0, "cold", 6.0), _timed("baseline", 0, "cold", 8.0),
+            _timed("current", 1, "cold", 3.3), _timed("baseline", 1, "cold", 3.0),
+            _timed("current", 2, "cold", 4.0), _timed("baseline", 2, "cold", 5.0),
+            _timed("current", 0, "warm", 2.0), _timed("baseline", 0, "warm", 2.0),
+            {**_timed("current", 0, "off", 9.0), "preset": "stan"}]
+    for row in rows:
+        row.update(import_s=1.0, compile_s=1.0, wall_s=1.0, process_s=9.0, lpd=-1.4231,
+                   iterations=1400, reason="rhat", start="laplace")
+    cold, warm = bench_advi.report_baseline(rows, "abc123")
+    assert cold[1] == pytest.approx(0.8)  # median of 0.75, 1.1, 0.8
+    assert bench_advi.met(cold) and warm[1] == pytest.approx(1.0) and "1 rounds" in warm[0]
+    assert "round 1, cold: 3.30 s / 3.00 s = 1.100" in capsys.readouterr().out
+
+
+def test_a_revision_that_is_not_a_commit_is_refused_before_anything_runs():
+    with pytest.raises(baseline_code.BaselineError, match="'no-such-rev'.*not a commit"):
+        baseline_code.resolve(REPO_ROOT, "no-such-rev")
+
+
+def test_the_baseline_checkout_is_what_a_fresh_process_imports(tmp_path):
+    with baseline_code.checkout(REPO_ROOT, "HEAD") as path:
+        assert [p.name for p in path.iterdir()] == ["advi"]
+        child = subprocess.run(
+            [sys.executable, "-c", "import sys, bench_advi; "
+             "print(bench_advi.import_advi(sys.argv[1]).__file__)", str(path)],
+            cwd=REPO_ROOT / "benchmarks", capture_output=True, text=True, check=True)
+        assert Path(child.stdout.strip()).is_relative_to(path)
+        # in a process that has imported advi already, the baseline cannot be loaded
+        with pytest.raises(ImportError, match="not from the baseline"):
+            bench_advi.import_advi(str(path))
+    assert not path.exists()
