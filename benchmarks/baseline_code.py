@@ -2,12 +2,12 @@
 was, in alternating fresh processes on the same machine (``bench_advi.py --baseline REV``).
 
 A ratio of two timings taken hours apart compares machines as much as code (CHANGELOG.md
-has a case: the same revision's cold fit twice as slow on the same kind of machine later
-the same day). Run side by side, minutes apart, the two revisions meet the same load.
+has a case: the same revision's cold fit about 1.5x as slow on the same kind of machine
+later the same day). Run side by side, minutes apart, the two revisions meet the same load.
 
 The revision is checked out with ``git worktree add --detach`` into a temporary folder,
 which is removed afterwards. Only its ``advi`` package is exposed (a folder holding one
-symbolic link, to go first on ``PYTHONPATH``): the models, data and benchmark helpers stay
+symbolic link, to go first on ``sys.path``): the models, data and benchmark helpers stay
 the current ones, so the two revisions fit the same model to the same data.
 """
 
@@ -50,7 +50,7 @@ def resolve(repo: Path, rev: str) -> str:
 @contextlib.contextmanager
 def checkout(repo: Path, rev: str) -> Iterator[Path]:
     """Check out ``rev`` of ``repo`` and yield a folder whose only entry is that revision's
-    ``advi`` package: put it first on ``PYTHONPATH`` and ``import advi`` loads the old code.
+    ``advi`` package: put it first on ``sys.path`` and ``import advi`` loads the old code.
 
     Raises:
         BaselineError: as :func:`resolve`, or when ``git worktree add`` fails.
