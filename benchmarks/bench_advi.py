@@ -618,19 +618,22 @@ def print_fresh_processes(rows: list[dict]) -> None:
 
 
 def report_e1(rows: list[dict]) -> list[Verdict]:
-    """(b): one line per fresh process; targets for the robust preset's cold runs."""
+    """(b): one line per fresh process; targets for the robust preset's runs, over the
+    rounds: the median TOTAL, cold and warm cache (warm: the analogue of Stan's timings
+    "build excluded"), and the largest lpd gap."""
     print(f"(b) E1 cold, fresh process: advi.fit(preset) + result.sample(key, 1000); "
           f"held-out lpd vs NUTS {NUTS_LPD}")
     print_fresh_processes(rows)
+    robust = [r for r in rows if r["preset"] == "robust"]
     verdicts = []
-    for r in rows:
-        total, gap = r["fit_s"] + r["sample_s"], abs(r["lpd"] - NUTS_LPD)
-        if r["preset"] == "robust" and r["cache"] == "cold":
-            verdicts += [("(b) E1 robust cold fit + 1,000 draws, s", total, "<", TARGET_COLD_S),
-                         ("(b) E1 robust |lpd - NUTS|, nats", gap, "<=", TARGET_LPD_GAP)]
-        if r["preset"] == "robust" and r["cache"] == "warm":  # the analogue of Stan's
-            verdicts.append(("(b) E1 robust warm-cache fresh process, fit + 1,000 draws, s",
-                             total, "<", TARGET_COLD_S))  # timings "build excluded"
+    for cache, label in (("cold", "cold fit"), ("warm", "warm-cache fresh process, fit")):
+        totals = [r["fit_s"] + r["sample_s"] for r in robust if r["cache"] == cache]
+        if totals:
+            verdicts.append((f"(b) E1 robust {label} + 1,000 draws, s (median of "
+                             f"{len(totals)})", statistics.median(totals), "<", TARGET_COLD_S))
+    if robust:
+        verdicts.append(("(b) E1 robust |lpd - NUTS|, nats (largest)",
+                         max(abs(r["lpd"] - NUTS_LPD) for r in robust), "<=", TARGET_LPD_GAP))
     print(f"  TOTAL = fit + sample; fit = compile + optim (eta search included) + the rest "
           f"(model probe, k-hat); import and process (interpreter start to exit) not in "
           f"TOTAL. Stan's ADVI: {STAN_COLD_S} s.")

@@ -110,3 +110,19 @@ def test_the_baseline_checkout_is_what_a_fresh_process_imports():
         with pytest.raises(ImportError, match="not from the baseline"):
             bench_advi.import_advi(str(path))
     assert not path.exists()
+
+
+def test_the_targets_of_several_rounds_are_checked_on_their_median(capsys):
+    base = {"preset": "robust", "import_s": 1.0, "compile_s": 1.0, "wall_s": 1.0,
+            "sample_s": 0.0, "process_s": 9.0, "iterations": 1400, "reason": "rhat",
+            "start": "laplace", "cache_dir": "/tmp/x"}
+    rows = [{**base, "round": n, "cache": cache, "fit_s": s, "lpd": -1.423 - gap}
+            for n, (cache, s, gap) in enumerate([("cold", 4.0, 0.001), ("cold", 2.0, 0.02),
+                                                 ("cold", 2.5, 0.0), ("warm", 1.5, 0.0)])]
+    verdicts = {label: (value, bench_advi.met(v))
+                for v in bench_advi.report_e1(rows) for label, value, _, _ in [v]}
+    assert verdicts["(b) E1 robust cold fit + 1,000 draws, s (median of 3)"] == (2.5, True)
+    assert verdicts["(b) E1 robust warm-cache fresh process, fit + 1,000 draws, s (median of 1)"
+                    ] == (1.5, True)
+    gap, ok = verdicts["(b) E1 robust |lpd - NUTS|, nats (largest)"]
+    assert gap == pytest.approx(0.02) and not ok
