@@ -424,21 +424,33 @@ def fresh_processes(kind: str, args: argparse.Namespace, advi_path: Path | None 
     return rows
 
 
+def round_of_processes(kind: str, args: argparse.Namespace, number: int,
+                       baseline: Path | None = None) -> list[dict]:
+    """Round ``number``'s fresh processes (:func:`fresh_processes`). With ``baseline`` (a
+    :func:`baseline_code.checkout`), that code's robust fit, cold and warm, runs right
+    beside ours, before it in odd rounds and after it in even ones, and our other
+    processes follow, so that the two codes' fits are seconds apart."""
+    if baseline is None:
+        return fresh_processes(kind, args)
+    pair = [lambda: fresh_processes(kind, args, None, ("robust",), BASELINE_CACHES),
+            lambda: fresh_processes(kind, args, baseline, ("robust",), BASELINE_CACHES)]
+    rows = [row for run in (pair[::-1] if number % 2 else pair) for row in run()]
+    rows += fresh_processes(kind, args, presets=tuple(p for p in PRESETS if p != "robust"))
+    return rows + fresh_processes(kind, args, presets=("robust",), caches=tuple(
+        c for c in CACHES if c not in BASELINE_CACHES))
+
+
 def rounds(kind: str, args: argparse.Namespace, stan: Callable[[int], list[dict]] | None = None,
            baseline: Path | None = None) -> tuple[list[dict], list[dict]]:
-    """``--cold-runs`` rounds of :func:`fresh_processes`, each followed by ``stan(round)``
-    (Stan's ADVI, with ``--cmdstan-binary``), so that ours and Stan's are timed minutes
-    apart, under the same load; every row is tagged with its round. With ``baseline`` (a
-    :func:`baseline_code.checkout`), each round also runs that code's robust fit, cold and
-    warm, before ours in odd rounds and after them in even ones. Returns (ours, Stan's);
-    ours holds both codes' rows, told apart by their "code"."""
+    """``--cold-runs`` rounds of :func:`round_of_processes`, each followed by
+    ``stan(round)`` (Stan's ADVI, with ``--cmdstan-binary``), so that ours and Stan's are
+    timed minutes apart, under the same load; every row is tagged with its round. Returns
+    (ours, Stan's); with ``baseline``, ours holds both codes' rows, told apart by their
+    "code"."""
     ours, theirs = [], []
     for number in range(args.cold_runs):
-        runs = [lambda: fresh_processes(kind, args)]
-        if baseline is not None:
-            runs.append(lambda: fresh_processes(kind, args, baseline, ("robust",), BASELINE_CACHES))
-        for run in runs[::-1] if number % 2 else runs:
-            ours += [{**row, "round": number} for row in run()]
+        ours += [{**row, "round": number}
+                 for row in round_of_processes(kind, args, number, baseline)]
         if stan is not None:
             theirs += [{**row, "round": number} for row in stan(number)]
     return ours, theirs
@@ -741,7 +753,8 @@ def main() -> None:
         target = advi.from_numpyro(model, train, {})
         verdicts += report_iteration_cost(target, model, train, args)
     if e1_rows:
-        current = [r for r in e1_rows if r["code"] == "current"]
+        current = sorted((r for r in e1_rows if r["code"] == "current"), key=lambda r: (
+            r["round"], PRESETS.index(r["preset"]), CACHES.index(r["cache"])))
         verdicts += report_e1(current)
         verdicts += report_stan(stan_rows, current)
         if args.baseline is not None:

@@ -126,3 +126,26 @@ def test_the_targets_of_several_rounds_are_checked_on_their_median(capsys):
                     ] == (1.5, True)
     gap, ok = verdicts["(b) E1 robust |lpd - NUTS|, nats (largest)"]
     assert gap == pytest.approx(0.02) and not ok
+
+
+def test_the_baseline_runs_right_beside_our_robust_fit_first_in_odd_rounds(monkeypatch, tmp_path):
+    calls = []
+
+    def fake_child(kind, preset, cache, cache_home, args, advi_path=None):
+        calls.append((preset, cache, "baseline" if advi_path else "current"))
+        return {}
+
+    monkeypatch.setattr(bench_advi, "run_child", fake_child)
+    even = [("robust", "cold", "current"), ("robust", "warm", "current"),
+            ("robust", "cold", "baseline"), ("robust", "warm", "baseline")]
+    rest = [("stan", "cold", "current"), ("stan", "warm", "current"),
+            ("stan", "off", "current"), ("robust", "off", "current")]
+    bench_advi.round_of_processes("e1", None, 0, tmp_path)
+    assert calls == even + rest
+    calls.clear()
+    bench_advi.round_of_processes("e1", None, 1, tmp_path)
+    assert calls == even[2:] + even[:2] + rest
+    calls.clear()
+    bench_advi.round_of_processes("e1", None, 1)  # no baseline: as before
+    assert calls == [(p, c, "current") for p in ("stan", "robust")
+                     for c in ("cold", "warm", "off")]
