@@ -34,7 +34,8 @@ Stan's, so each ratio compares runs minutes apart; the target is checked on the 
 ratio over the rounds. With ``--baseline REV`` (a git revision of this repository,
 checked out by :mod:`baseline_code`), each round of (b) also runs that revision's robust
 fit, cold and warm, alternated with ours, and checks that the speed is kept: our time over
-its, in the same round, at most 1 (median over the rounds). Timings taken hours apart
+its, in the same round, at most 1.1 (median over the rounds; identical code measures
+0.88-1.05). Timings taken hours apart
 compare machines as much as code; these are minutes apart.
 
     python benchmarks/bench_advi.py            # about 7 minutes on 2 CPU cores
@@ -71,7 +72,9 @@ NUTS_LPD = -1.423
 TARGET_LPD_GAP = 0.01
 STAN_COLD_S = "4.9-8.4"
 TARGET_STAN_RATIO = 0.5
-TARGET_BASELINE = 1.0
+TARGET_BASELINE = 1.1
+"""--baseline's target, ours / its: identical code measured 0.88-1.05 on the median of 5
+rounds (2 cores, two runs of ``--baseline HEAD``), so a target of 1 would fail at random."""
 ETA = 0.1
 PRESETS = ("stan", "robust")
 
@@ -593,8 +596,8 @@ def report_stan(rows: list[dict], ours: list[dict]) -> list[Verdict]:
 
 def report_baseline(rows: list[dict], baseline: str) -> list[Verdict]:
     """(b) with ``--baseline``: in each round, the current code's robust fit + 1,000 draws
-    over the baseline's, cold and warm cache; the target (at most 1: speed kept) is checked
-    on the median of these ratios over the rounds."""
+    over the baseline's, cold and warm cache; the target (:data:`TARGET_BASELINE`: speed
+    kept) is checked on the median of these ratios over the rounds."""
     robust = {(r["code"], r["cache"], r["round"]): r["fit_s"] + r["sample_s"]
               for r in rows if r["preset"] == "robust"}
     print(f"(b) E1 robust fit + 1,000 draws, this code / the code at --baseline {baseline}, "
@@ -701,7 +704,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--baseline", default=None, metavar="REV",
                         help="a git revision of this repository: (b) also times its robust "
                         "fit, cold and warm, in each round (speed kept: this code's / its "
-                        "<= 1)")
+                        "<= 1.1)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--num-train", type=int, default=10_000)
     parser.add_argument("--num-features", type=int, default=250)
