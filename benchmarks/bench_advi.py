@@ -35,8 +35,8 @@ ratio over the rounds. With ``--baseline REV`` (a git revision of this repositor
 checked out by :mod:`baseline_code`), each round of (b) also runs that revision's robust
 fit, cold and warm, alternated with ours, and checks that the speed is kept: our time over
 its, in the same round, at most 1.1 (median over the rounds; identical code measures
-0.88-1.05). Timings taken hours apart
-compare machines as much as code; these are minutes apart.
+0.88-1.05). Timings taken hours apart compare machines as much as code; these are
+minutes apart.
 
     python benchmarks/bench_advi.py            # about 7 minutes on 2 CPU cores
     python benchmarks/bench_advi.py --quick    # fewer iterations and repeats
