@@ -2,9 +2,10 @@
 here: Figures 3, 4a, 4b, 5a/5c, 5b/5d, 1a, 1b), what this run
 measured and whether the claim held here.
 
-Pure functions over the per-experiment summary tables (:func:`analysis.summary.summary_table`,
+Pure functions over the per-experiment summary tables
+(:func:`advi_repro.analysis.summary.summary_table`,
 as ``scripts/summarise.py`` writes them) and the Figure 3 fit table
-(:func:`analysis.transformation.transformation_table`); ``scripts/claims.py`` reads the
+(:func:`advi_repro.analysis.transformation.transformation_table`); ``scripts/claims.py`` reads the
 files and writes ``claims.csv``. Each claim is judged by a stated criterion
 (:data:`CLAIMS`), so that "held" means the same thing in every run:
 
@@ -26,9 +27,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from analysis.paper_claims import CLAIMS, MAX_EXCESS_KL, MINIBATCH_THRESHOLD, SPEED_UP
-from analysis.summary import reach_column
-from planning.naming import RunName, parse_run_name
+from advi_repro.analysis.paper_claims import CLAIMS, MAX_EXCESS_KL, MINIBATCH_THRESHOLD, SPEED_UP
+from advi_repro.analysis.summary import reach_column
+from advi_repro.planning.naming import RunName, parse_run_name
 
 COLUMNS = ("claim", "figure", "paper_claim", "criterion", "experiment", "held", "verdict",
            "measured", "data")
@@ -55,14 +56,14 @@ class ExperimentResult(NamedTuple):
     Attributes:
         name: the experiment (``conf/experiment/<name>.yaml``).
         model: its model module.
-        summary: its summary table (:func:`analysis.summary.summary_table`).
+        summary: its summary table (:func:`advi_repro.analysis.summary.summary_table`).
         reference: the method whose final heldout_lpd the others are timed against (NUTS;
             E6: the largest minibatch), or None.
         tolerance: "within" means within this fraction of the reference's final value.
         minibatched: whether its ADVI runs subsample the data (stochastic ADVI, E6).
         data: where its data came from, for the report (e.g. a simulated stand-in).
         setups: per method, what its seconds were measured on
-            (:func:`analysis.runinfo.timing_setup`; None: not recorded).
+            (:func:`advi_repro.analysis.runinfo.timing_setup`; None: not recorded).
     """
 
     name: str
@@ -168,7 +169,7 @@ def judge_experiment(
 
     Args:
         claim: the claim id.
-        summary: :func:`analysis.summary.summary_table` (methods as rows; in its
+        summary: :func:`advi_repro.analysis.summary.summary_table` (methods as rows; in its
             ``seconds_to_...`` column NaN where a method never came within ``tolerance`` of
             the reference's final heldout_lpd).
         reference: the summary's reference method (None: the summary has no times).

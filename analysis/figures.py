@@ -74,8 +74,8 @@ def split_off_axis(curves: pd.DataFrame, finals: pd.DataFrame
     value is not above it.
 
     Args:
-        curves: :func:`analysis.summary.mean_curves` (``method, heldout_lpd``).
-        finals: :func:`analysis.summary.final_rows` (``method, heldout_lpd``).
+        curves: :func:`advi_repro.analysis.summary.mean_curves` (``method, heldout_lpd``).
+        finals: :func:`advi_repro.analysis.summary.final_rows` (``method, heldout_lpd``).
 
     Returns:
         (on the axis, below it, above it), each in the order of ``curves``' methods.

@@ -1,6 +1,6 @@
 """What the paper claims, experiment by experiment (E0 to E6: Figures 3, 4a, 4b, 5a/5c,
 5b/5d, 1a, 1b), and the thresholds by which this reproduction judges each claim
-(:mod:`analysis.claims`)."""
+(:mod:`advi_repro.analysis.claims`)."""
 
 from __future__ import annotations
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.figures import data_sizes
-from analysis.runinfo import describe_resources
-from analysis.summary import run_ending
+from advi_repro.analysis.figures import data_sizes
+from advi_repro.analysis.runinfo import describe_resources
+from advi_repro.analysis.summary import run_ending
 
 # What each scale's runs are for: the report says so above every table.
 SCALE_NOTES = {
@@ -76,7 +76,8 @@ def draws_setting(info: Mapping[str, Any]) -> str:
 def runs_table(infos: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per experiment and method (in the order given): its seeds, scale, budget,
     data sizes, scoring, how the run of its first seed ended and what it ran on (device,
-    cores, CPU ids, CPU model, fits beside it: :func:`analysis.runinfo.describe_resources`)
+    cores, CPU ids, CPU model, fits beside it:
+    :func:`advi_repro.analysis.runinfo.describe_resources`)
     and its final heldout_lpd (mean over seeds), all from the runs' ``info.json``."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for info in infos:

@@ -65,7 +65,8 @@ def experiment_facts(infos: Sequence[Mapping[str, Any]]) -> tuple[str, bool, str
     image_dir = (config.get("data") or {}).get("image_dir")
     if data.get("source") == "imageclef" or model == "gmm":
         origin = (f"real images from {image_dir}" if image_dir else
-                  "simulated stand-in for the imageCLEF histograms (planning.datasets.simulate."
+                  "simulated stand-in for the imageCLEF histograms "
+                  "(advi_repro.planning.datasets.simulate."
                   f"{data.get('name')}; no data.image_dir given)")
     else:
         origin = f"{data.get('source', '')} {data.get('name', '')}".strip()

@@ -1,6 +1,7 @@
 """Tables from traces, for the figures and the report: mean curves and a per-method summary.
 
-Everything here reads the ``trace.csv`` files it is given (columns of :mod:`runners.trace`),
+Everything here reads the ``trace.csv`` files it is given (columns of
+:mod:`advi_repro.runners.trace`),
 and their runs' ``info.json`` for how each run ended: never a folder's whole contents, so a
 table shows exactly the runs a rule declares.
 """

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # models/ and planning.datasets/ of this checkout
+if str(ROOT) not in sys.path:  # models/ and advi_repro.planning.datasets/ of this checkout
     sys.path.insert(0, str(ROOT))
 
 EIGHT_Y = (28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0)
@@ -86,12 +86,13 @@ def eight_schools_data(seed: int | None = None) -> tuple[Any, Any]:
 
 def e1_problem(seed: int, num_train: int, num_features: int) -> tuple[Any, tuple, tuple]:
     """E1 (paper Appendix F): ``(model, (X, y) training, (X, y) held-out)`` from
-    ``models.linreg_ard`` and ``planning.datasets.simulate.linreg_ard(seed)`` (1,000
+    ``advi_repro.models.linreg_ard`` and ``advi_repro.planning.datasets.simulate.linreg_ard(seed)``
+    (1,000
     held-out rows)."""
     import jax.numpy as jnp
 
-    from models.linreg_ard import model
-    from planning.datasets.simulate import linreg_ard as simulate
+    from advi_repro.models.linreg_ard import model
+    from advi_repro.planning.datasets.simulate import linreg_ard as simulate
 
     a = simulate(seed, num_train=num_train, num_features=num_features)
     train = (jnp.asarray(a["X_train"]), jnp.asarray(a["y_train"]))
@@ -103,7 +104,7 @@ def heldout_lpd(draws: dict, X: Any, y: Any) -> float:
     p(y_n | draw), averaged over the held-out rows."""
     import jax
 
-    from models.linreg_ard import log_likelihood
+    from advi_repro.models.linreg_ard import log_likelihood
 
     ll = log_likelihood(draws, X, y)  # (S, N)
     per_row = jax.scipy.special.logsumexp(ll, axis=0) - math.log(ll.shape[0])

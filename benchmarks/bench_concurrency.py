@@ -4,7 +4,7 @@
 
 Runs ``scripts/fit.py`` at paper scale (the paper's data sizes), one core per fit as the
 workflow runs them: first each fit alone, one after the other, then both at once in one
-results folder, where each pins itself to its own CPU (``runners.cpus``). For each fit it
+results folder, where each pins itself to its own CPU (``advi_repro.runners.cpus``). For each fit it
 prints the clock seconds (``wall_s`` of trace.csv, compilation and scoring excluded) to the
 last iteration both of its runs reached, and their ratio; the target is a ratio within
 1.15. Needs 2 free CPUs: other work on the machine shows up as interference.

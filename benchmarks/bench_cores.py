@@ -4,7 +4,7 @@ iteration.
     python benchmarks/bench_cores.py [--budget-s 60] [--fits E1_NUTS E6_B1000 ...]
 
 Runs ``scripts/fit.py`` at paper scale (the paper's data sizes) for each fit, first with
-``cores=1`` and then ``cores=2`` (each alone on the machine, pinned by ``runners.cpus``;
+``cores=1`` and then ``cores=2`` (each alone on the machine, pinned by ``advi_repro.runners.cpus``;
 XLA and Eigen then use that many threads), and prints the clock seconds (``wall_s`` of
 trace.csv: compilation and scoring excluded) to the last checkpoint both runs reached,
 their ratio, and the fewest cores within ``TOLERANCE`` of the faster: the default that

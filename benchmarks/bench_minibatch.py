@@ -1,7 +1,8 @@
 """Speed and memory of stochastic ADVI on the E6 mixture, against its performance targets.
 
-The Gaussian mixture of Figure 1b (``models.gmm``, K = 30, D = 576) on the simulated
-imageCLEF stand-in (250,000 training rows, ``planning.datasets.simulate.gmm_standin``), minibatch
+The Gaussian mixture of Figure 1b (``advi_repro.models.gmm``, K = 30, D = 576) on the simulated
+imageCLEF stand-in (250,000 training rows, ``advi_repro.planning.datasets.simulate.gmm_standin``),
+minibatch
 size B in (50, 100, 500, 1000). Measures, in one process (see benchmarks/README.md):
 
 (d) per minibatch size B: ADVI seconds per iteration (the algorithm step with Stan's step-size
@@ -28,7 +29,7 @@ import time
 from pathlib import Path
 
 # The sibling benchmark's timers, and the shared helpers (importing them puts this
-# checkout's models/ and planning.datasets/ on sys.path).
+# checkout's models/ and advi_repro.planning.datasets/ on sys.path).
 import bench_advi
 import bench_common as common
 
@@ -48,8 +49,8 @@ def peak_rss_gib() -> float:
 def load(path: Path) -> dict:
     """The training rows as ``{"x": (250,000, 576) float32}``, simulating the file first if
     it is missing."""
-    from models import gmm
-    from planning.datasets import simulate
+    from advi_repro.models import gmm
+    from advi_repro.planning.datasets import simulate
 
     if not path.exists():
         print(f"simulating the stand-in data at {path} (once) ...", flush=True)
@@ -63,7 +64,7 @@ def fit_to_convergence(train: dict, B: int) -> None:
     import jax
 
     import advi
-    from models import gmm
+    from advi_repro.models import gmm
 
     data_gib = train["x"].nbytes / 2**30
     result = advi.fit(gmm.model, rng_key=jax.random.PRNGKey(0), minibatch_size=B,
@@ -83,7 +84,7 @@ def fit_to_convergence(train: dict, B: int) -> None:
 def time_minibatches(train: dict, sizes: list[int], iters: int, repeats: int) -> None:
     """(d): per-iteration cost against one gradient at each B, medians of ``repeats``."""
     import advi
-    from models import gmm
+    from advi_repro.models import gmm
 
     data = dict(train, K=K)
     print(f"(d) median ms per iteration over {repeats} repeats of {iters} iterations (M = 1)")

@@ -2,7 +2,7 @@
 
 CmdStan's ``variational`` method (Stan's defaults: mean-field, eta adapted over 100, 10, 1,
 0.1, 0.01, tol_rel_obj 0.01, one gradient draw, 100 ELBO draws every 100 iterations) on the
-program ``benchmarks/stan/linreg_ard.stan``, which matches ``models.linreg_ard`` term for
+program ``benchmarks/stan/linreg_ard.stan``, which matches ``advi_repro.models.linreg_ard`` term for
 term, with ``output_samples=1000``: Stan's fit plus 1,000 draws, the analogue of our
 ``advi.fit`` + ``result.sample(key, 1000)``. The program is compiled beforehand (CmdStan
 2.35: ``$CMDSTAN/bin/build_model benchmarks/stan/linreg_ard.stan``), as a persistent
@@ -12,7 +12,7 @@ The seconds counted start when CmdStan prints its first gradient timing, that is
 has read the data (a 10,000 x 250 JSON array takes it about a second), and end when the
 process exits, after writing the draws; our TOTAL likewise leaves out the import and the
 data. Stan's held-out log predictive density is scored from its 1,000 draws with
-``models.linreg_ard.log_likelihood``, as ours.
+``advi_repro.models.linreg_ard.log_likelihood``, as ours.
 """
 
 from __future__ import annotations

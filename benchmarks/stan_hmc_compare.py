@@ -1,6 +1,6 @@
 """CmdStan's static HMC on an experiment's data, transition by transition (docs/hmc.md).
 
-Exports an experiment's training data (the project's own loading, ``planning.data``) as
+Exports an experiment's training data (the project's own loading, ``advi_repro.planning.data``) as
 CmdStan JSON for the Stan programs in ``benchmarks/stan/``, checks a compiled program
 against the NumPyro model (``check``: log density up to a constant and its gradient at
 random unconstrained points, by CmdStan's ``method=log_prob``), runs the program's static
@@ -78,13 +78,13 @@ class Experiment:
 def load_experiment(name: str, *, scale: str = "paper", results_dir: str = "results",
                     seed: int = 0) -> Experiment:
     """The data of ``scripts/fit.py experiment=<name> scale=<scale> seed=<seed>``, made
-    under ``results_dir`` if missing (``planning.data.prepare_data``)."""
+    under ``results_dir`` if missing (``advi_repro.planning.data.prepare_data``)."""
     from hydra import compose, initialize_config_dir
 
-    import models
-    from planning.config import register, to_run
-    from planning.data import load_problem, prepare_data
-    from planning.workflow import CONF_DIR
+    from advi_repro import models
+    from advi_repro.planning.config import register, to_run
+    from advi_repro.planning.data import load_problem, prepare_data
+    from advi_repro.planning.workflow import CONF_DIR
 
     register()
     overrides = [f"experiment={name}", f"scale={scale}", f"seed={seed}",
@@ -295,7 +295,7 @@ def table(experiment: Experiment, csv: Path, *, num_warmup: int, chunk: int,
     chunk's draws alone; sampling: all post-warmup draws so far) and at the last iteration."""
     import jax
 
-    from runners.scoring import RunningLogMeanExp
+    from advi_repro.runners.scoring import RunningLogMeanExp
 
     jax.config.update("jax_enable_x64", True)
     log_likelihood = jax.jit(experiment.module.log_likelihood)

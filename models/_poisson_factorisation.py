@@ -17,7 +17,7 @@ import numpy as np
 import numpyro
 from jax.scipy.special import gammaln, xlogy
 
-from models import Problem
+from advi_repro.models import Problem
 
 HELDOUT_BATCH = 4
 """Posterior draws scored together in ``log_likelihood`` (a memory/speed trade-off)."""

@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
-from models import _poisson_factorisation as factorisation
-from models._checks import require_count, require_positive
+from advi_repro.models import _poisson_factorisation as factorisation
+from advi_repro.models._checks import require_count, require_positive
 
 SITES: tuple[str, ...] = ("theta", "beta")
 log_likelihood = factorisation.log_likelihood

@@ -25,8 +25,8 @@ import numpyro
 import numpyro.distributions as dist
 import pandas as pd
 
-from models import Problem
-from models._plate import data_rows
+from advi_repro.models import Problem
+from advi_repro.models._plate import data_rows
 
 N_AGE, N_EDU, N_REGION = 4, 4, 5
 SIGMA_UPPER = 100.0
@@ -150,7 +150,7 @@ def load(path: str | os.PathLike, *, seed: int, n_train: int = 10000) -> Problem
     Args:
         path: folder with ``election88_full.csv`` (one row per respondent, 1-based indices)
             and ``election88_states.csv`` (region and v_prev of all 51 states), as
-            ``planning.datasets.fetch.fetch("election88", ...)`` writes them.
+            ``advi_repro.planning.datasets.fetch.fetch("election88", ...)`` writes them.
         seed: numpy Generator seed of the split.
         n_train: training respondents (the paper: 10,000); the other N - n_train are held
             out (1,566 of the 11,566 public rows; the paper reports 1,536).

@@ -24,8 +24,8 @@ from numpyro.distributions import constraints
 from numpyro.distributions.transforms import biject_to
 
 from advi.transforms import CumulativeExp
-from models import _poisson_factorisation as factorisation
-from models._checks import require_count, require_positive
+from advi_repro.models import _poisson_factorisation as factorisation
+from advi_repro.models._checks import require_count, require_positive
 
 SITES: tuple[str, ...] = ("theta", "beta")
 log_likelihood = factorisation.log_likelihood

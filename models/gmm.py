@@ -22,9 +22,9 @@ import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import logsumexp
 
-from models import Problem
-from models._checks import require_count, require_positive
-from models._plate import data_rows
+from advi_repro.models import Problem
+from advi_repro.models._checks import require_count, require_positive
+from advi_repro.models._plate import data_rows
 
 SITES: tuple[str, ...] = ("theta", "mu", "sigma")
 HELDOUT_BATCH = 8
@@ -107,7 +107,8 @@ def load(path: str | os.PathLike, *, seed: int, n_train: int, n_heldout: int) ->
     straight from the memory map into a JAX array.
 
     Args:
-        path: .npy file, (N, D) float32 (``planning.datasets.simulate.gmm_standin`` writes one).
+        path: .npy file, (N, D) float32 (``advi_repro.planning.datasets.simulate.gmm_standin``
+        writes one).
         seed: numpy Generator seed of the training subset.
         n_train: training rows, 1..N - n_heldout.
         n_heldout: held-out rows (paper: 10,000).

@@ -4,7 +4,7 @@
     w_d | tau, alpha_d ~ N(0, 1 / (tau alpha_d))  (variance; sd 1 / sqrt(tau alpha_d)),
     y_n | x_n, w, tau ~ N(w^T x_n, 1 / tau),  n = 1..N.
 
-The data are simulated by ``planning.datasets.simulate.linreg_ard`` and saved with
+The data are simulated by ``advi_repro.planning.datasets.simulate.linreg_ard`` and saved with
 ``numpy.savez(path, **arrays)``; ``load`` reads that file.
 """
 
@@ -18,8 +18,8 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from models import Problem
-from models._plate import data_rows
+from advi_repro.models import Problem
+from advi_repro.models._plate import data_rows
 
 SITES: tuple[str, ...] = ("w", "tau", "alpha")
 

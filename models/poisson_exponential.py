@@ -21,9 +21,9 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from models import Problem
-from models._checks import require_count, require_positive
-from models._plate import data_rows
+from advi_repro.models import Problem
+from advi_repro.models._checks import require_count, require_positive
+from advi_repro.models._plate import data_rows
 
 SITES: tuple[str, ...] = ("lam",)
 

@@ -23,9 +23,9 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from planning.checks import check, positive
-from planning.methods import AdviConfig, HmcConfig, MethodConfig, NutsConfig
-from planning.paths import CONF_DIR, run_dir
+from advi_repro.planning.checks import check, positive
+from advi_repro.planning.methods import AdviConfig, HmcConfig, MethodConfig, NutsConfig
+from advi_repro.planning.paths import CONF_DIR, run_dir
 
 
 @dataclass
@@ -38,16 +38,12 @@ class ScaleConfig:
         eval_draws: S, draws from q scored at each ADVI checkpoint (Stan's output_samples).
         mcmc_num_warmup: MCMC warmup iterations (Stan's default 1,000).
         mcmc_num_samples: MCMC post-warmup draws (Stan's default 1,000).
-        fast_compile: compile without XLA's backend (LLVM) optimisation and with the CPU's
-            older emitters (:func:`runners.xla.fast_compile`): about half the compile time,
-            slower iterations; for runs whose seconds are not measurements (``smoke``).
     """
 
     name: str = MISSING
     eval_draws: int = 1000
     mcmc_num_warmup: int = 1000
     mcmc_num_samples: int = 1000
-    fast_compile: bool = False
 
     def __post_init__(self) -> None:
         check(self, "eval_draws", lambda v: v >= 1, "an integer >= 1")
@@ -64,10 +60,11 @@ class DataConfig:
     """Where an experiment's data come from.
 
     Attributes:
-        source: ``simulate`` (``planning.datasets.simulate.<name>(seed, **simulate)``, an
-            .npz), ``fetch`` (``planning.datasets.fetch.fetch(name, ...)``, sha256-checked)
+        source: ``simulate`` (``advi_repro.planning.datasets.simulate.<name>(seed, **simulate)``, an
+            .npz), ``fetch`` (``advi_repro.planning.datasets.fetch.fetch(name, ...)``,
+            sha256-checked)
             or ``imageclef`` (the 576-dimensional colour histograms of E5 and E6 as a
-            float32 .npy: a simulated stand-in, ``planning.datasets.simulate.<name>(seed,
+            float32 .npy: a simulated stand-in, ``advi_repro.planning.datasets.simulate.<name>(seed,
             **simulate)``, unless the run's ``data.image_dir`` names a folder of real
             images, see :class:`DataOptions`).
         name: the simulator or data set name.
@@ -93,7 +90,8 @@ class DataOptions:
 
     Attributes:
         image_dir: a folder of .png/.jpg images; experiments with ``data.source: imageclef``
-            (E5, E6) then use the RGB histograms of these images (``planning.datasets.images``,
+            (E5, E6) then use the RGB histograms of these images
+            (``advi_repro.planning.datasets.images``,
             standardised with the training rows' mean and sd) instead of the simulated
             stand-in. Rows are the images in file-name order, the last ``n_heldout`` held
             out. Other experiments ignore it. None: the stand-in (docs/standin-images.md).
@@ -166,13 +164,14 @@ class ExperimentConfig:
 
     Attributes:
         name: the experiment id, the folder under ``results/runs``.
-        model: the model module, ``models.get(model)``.
+        model: the model module, ``advi_repro.models.get(model)``.
         model_args: the model's keyword hyperparameters, bound to it for every method (e.g.
             ``{K: 10}``); empty: the model's defaults.
         figure: file stem of its figure under ``results/figures`` (e.g. ``fig4a_linreg_ard``).
         title: the figure's title (the paper's panel caption); ``{n_train}``-style fields
             are filled with the data sizes the plotted runs recorded in their info.json
-            (``analysis.figures.fill_title``), so a smoke run's title gives its own sizes.
+            (``advi_repro.analysis.figures.fill_title``), so a smoke run's title gives its own
+            sizes.
         claim: the paper's claim, quoted in the report's caption.
         data: where the data come from.
         methods: the methods compared, each a list of Hydra overrides
@@ -208,10 +207,10 @@ class Config:
         results_dir: root of all outputs (data, runs, figures).
         mirror_dir: folder with local copies of the real data sets; null uses
             ``<repo>/../shared/data`` when it exists, else the upstream URLs
-            (``planning.datasets.fetch``).
+            (``advi_repro.planning.datasets.fetch``).
         data: run-wide data options (``data.image_dir``: real images for E5 and E6).
         cores: the CPUs the run uses; the workflow runs as many fits side by side as
-            ``--cores`` allows, each pinned to its own (:mod:`runners.cpus`).
+            ``--cores`` allows, each pinned to its own (:mod:`advi_repro.runners.cpus`).
     """
 
     experiment: ExperimentConfig = MISSING
@@ -230,7 +229,8 @@ class Config:
         check(self, "seed", lambda v: v >= 0, "an integer >= 0")
 
     def run_dir(self, seed: int | None = None) -> Path:
-        """The run's folder (:func:`planning.paths.run_dir`); ``seed``: another seed's run
+        """The run's folder (:func:`advi_repro.planning.paths.run_dir`); ``seed``: another seed's
+        run
         of the same configuration (default: this run's seed)."""
         return run_dir(self.results_dir, self.scale.name, self.experiment.name,
                        self.method.run_name(), self.seed if seed is None else seed)

@@ -7,15 +7,17 @@ their path, so a run started by hand makes what it lacks.
 
 Sources (``experiment.data.source``):
 
-- ``simulate``: ``planning.datasets.simulate.<name>(seed, **simulate)`` saved as an .npz;
+- ``simulate``: ``advi_repro.planning.datasets.simulate.<name>(seed, **simulate)`` saved as an .npz;
 - ``fetch``: the checked files of a real data set, in a folder (``data.file`` names the one
   the model reads, if it reads one file);
 - ``imageclef``: the (N, 576) float32 colour histograms of E5 and E6 as an .npy, the rows
   before the last ``n_heldout`` for training. By default a simulated stand-in,
-  ``planning.datasets.simulate.<name>(seed, **simulate, out_path=...)`` (the imageCLEF features are
+  ``advi_repro.planning.datasets.simulate.<name>(seed, **simulate, out_path=...)`` (the imageCLEF
+  features are
   not redistributable): ``image_standin``, the histograms of procedural images, or
   ``gmm_standin``, rows of a Gaussian mixture; with ``data.image_dir`` the RGB histograms of the
-  images in that folder (``planning.datasets.images``), standardised with the mean and sd of the
+  images in that folder (``advi_repro.planning.datasets.images``), standardised with the mean and
+  sd of the
   training rows. Both E5 and E6 read the same file (``np.load(mmap_mode="r")`` in
   ``models.gmm.load``), which is never copied per run.
 """
@@ -28,20 +30,21 @@ from typing import Any
 
 import numpy as np
 
-import models
-import planning.datasets.fetch
-import planning.datasets.images
-import planning.datasets.simulate
-from planning.config import Config
-from planning.files import atomic_open
-from planning.paths import fetched_data_dir, imageclef_data_path, simulated_data_path
+from advi_repro import models
+from advi_repro.planning.config import Config
+from advi_repro.planning.datasets import fetch as fetching
+from advi_repro.planning.datasets import images
+from advi_repro.planning.datasets import simulate as simulators
+from advi_repro.planning.files import atomic_open
+from advi_repro.planning.paths import fetched_data_dir, imageclef_data_path, simulated_data_path
 
 STANDINS = {
     "image_standin": ("the standardised RGB histograms of procedural colour images, computed "
                       "as a real image's are"),
     "gmm_standin": "rows drawn from a diagonal Gaussian mixture (the model being fitted)",
 }
-"""What each imageCLEF stand-in of ``planning.datasets.simulate`` is, for the captions."""
+"""What each imageCLEF stand-in of ``advi_repro.planning.datasets.simulate`` is, for the
+captions."""
 
 
 def heldout_rows(run: Config) -> int:
@@ -82,18 +85,20 @@ def describe_data(run: Config) -> str:
         sizes = ", ".join(f"{k} = {v}" for k, v in sorted(run.experiment_scale().simulate.items()))
         what = STANDINS.get(data.name, "simulated rows")
         return (f"Data: a simulated stand-in for the imageCLEF colour histograms, {what} "
-                f"(planning.datasets.simulate.{data.name}, seed {data.seed}, {sizes}), since the "
+                f"(advi_repro.planning.datasets.simulate.{data.name}, seed {data.seed}, {sizes}), "
+                "since the "
                 f"paper's features are not redistributable; data.image_dir=... runs the same "
                 f"experiment on real images.")
     if data.source == "simulate":
-        return f"Data: simulated (planning.datasets.simulate.{data.name}, seed {data.seed})."
+        return (f"Data: simulated (advi_repro.planning.datasets.simulate.{data.name}, "
+                f"seed {data.seed}).")
     return f"Data: {data.name} (fetched, sha256-checked)."
 
 
 def simulate(name: str, seed: int, kwargs: dict[str, Any], path: Path) -> Path:
-    """Writes ``planning.datasets.simulate.<name>(seed, **kwargs)`` to ``path`` (.npz),
+    """Writes ``advi_repro.planning.datasets.simulate.<name>(seed, **kwargs)`` to ``path`` (.npz),
     atomically."""
-    arrays = getattr(planning.datasets.simulate, name)(seed, **kwargs)
+    arrays = getattr(simulators, name)(seed, **kwargs)
     with atomic_open(path, "wb") as f:
         np.savez(f, **arrays)
     return path
@@ -112,10 +117,11 @@ def imageclef_features(
 
     Args:
         path: the .npy file.
-        simulator: ``planning.datasets.simulate.<simulator>(seed, **kwargs, out_path=path)`` makes
+        simulator: ``advi_repro.planning.datasets.simulate.<simulator>(seed, **kwargs,
+        out_path=path)`` makes
             the stand-in when ``image_dir`` is None.
         seed: the simulation's seed; with images, the seed of their dequantisation noise
-            (``planning.datasets.images.dequantisation_rng``).
+            (``advi_repro.planning.datasets.images.dequantisation_rng``).
         kwargs: the simulator's sizes (num_train, num_heldout, dim, ...).
         image_dir: a folder of images, or None for the stand-in.
         num_heldout: with images: the last ``num_heldout`` images are held out, and the mean
@@ -126,32 +132,33 @@ def imageclef_features(
     """
     path = Path(path)
     if image_dir is None:
-        return Path(getattr(planning.datasets.simulate, simulator)(seed, **kwargs, out_path=path))
-    features = planning.datasets.images.rgb_histograms(
-        image_dir, rng=planning.datasets.images.dequantisation_rng(seed))
+        return Path(getattr(simulators, simulator)(seed, **kwargs, out_path=path))
+    features = images.rgb_histograms(
+        image_dir, rng=images.dequantisation_rng(seed))
     num_train = features.shape[0] - num_heldout
     if num_train < 2:
         raise ValueError(
             f"data.image_dir={image_dir} holds {features.shape[0]} images: need at least "
             f"n_heldout + 2 = {num_heldout + 2} (set experiment.scales.<scale>.load.n_heldout)"
         )
-    standardised = planning.datasets.images.standardise(features, num_train=num_train)
+    standardised = images.standardise(features, num_train=num_train)
     with atomic_open(path, "wb") as f:
         np.save(f, standardised)
     return path
 
 
 def fetch(name: str, folder: Path, mirror_dir: str | None) -> Path:
-    """``planning.datasets.fetch.fetch``: the checked files of data set ``name`` in ``folder``.
+    """``advi_repro.planning.datasets.fetch.fetch``: the checked files of data set ``name`` in
+    ``folder``.
 
     Args:
         folder: ``<anything>/<name>``, the folder the files go to.
-        mirror_dir: a local mirror; None uses ``planning.datasets.fetch``'s default
+        mirror_dir: a local mirror; None uses ``advi_repro.planning.datasets.fetch``'s default
             (``<repo>/../shared/data`` when it exists, else the upstream URLs).
     """
     if folder.name != name:
         raise ValueError(f"the folder of data set {name!r} must be named {name!r}, got {folder}")
-    return Path(planning.datasets.fetch.fetch(name, folder.parent, mirror_dir=mirror_dir))
+    return Path(fetching.fetch(name, folder.parent, mirror_dir=mirror_dir))
 
 
 def prepare_data(run: Config) -> Path:

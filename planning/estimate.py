@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import yaml
 
-from planning.paths import CONF_DIR
+from advi_repro.planning.paths import CONF_DIR
 
 ESTIMATES_FILE = CONF_DIR / "estimates.yaml"
 """Measured seconds per experiment and method at paper scale."""
@@ -117,7 +117,7 @@ def read_estimates(path: str | Path = ESTIMATES_FILE) -> dict[str, dict[str, Mea
 def estimate_runs(runs: Iterable[object], typical: Mapping[str, Mapping[str, Measured]]
                   ) -> list[RunEstimate]:
     """:class:`RunEstimate` of each planned run (objects with ``experiment``, ``method``,
-    ``cores`` and ``budget_s``, as :class:`planning.workflow.RunJob`)."""
+    ``cores`` and ``budget_s``, as :class:`advi_repro.planning.workflow.RunJob`)."""
     out = []
     for run in runs:
         worst = wall_clock_limit(run.budget_s)

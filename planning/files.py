@@ -144,6 +144,6 @@ def process_alive(pid: int) -> bool:
 
 def read_posterior_mean(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """The arrays of a run's ``posterior_mean.npz`` (written by
-    ``runners.posterior.PosteriorMean``): one per latent site, ``num_draws`` and meta."""
+    ``advi_repro.runners.posterior.PosteriorMean``): one per latent site, ``num_draws`` and meta."""
     with np.load(path) as data:
         return {key: data[key] for key in data.files}

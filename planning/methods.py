@@ -1,6 +1,6 @@
 """The method schemas of a run (``conf/method/*.yaml`` extends one): ADVI through
 ``advi.fit`` (a preset and what differs from it), NUTS and static HMC through NumPyro; each
-names its run (:mod:`planning.naming`) and its legend entry."""
+names its run (:mod:`advi_repro.planning.naming`) and its legend entry."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import advi
-from planning.checks import check, positive
-from planning.naming import advi_run_name, mcmc_run_name
+from advi_repro.planning.checks import check, positive
+from advi_repro.planning.naming import advi_run_name, mcmc_run_name
 
 
 @dataclass

@@ -7,7 +7,8 @@ seeds. Overrides may sweep (``method.grad_samples=1,10``) exactly as ``fit.py -m
 in the workflow's overrides and in an experiment's method lists (E6:
 ``method.minibatch_size=50,100,500,1000``), and an override that picks the method group
 (``method=advi``) replaces the experiment's list of methods. Every composed config is
-checked (:func:`planning.config.to_run`) here, so a bad value fails when the workflow starts,
+checked (:func:`advi_repro.planning.config.to_run`) here, so a bad value fails when the workflow
+starts,
 before any job runs.
 """
 
@@ -21,9 +22,9 @@ from typing import Any, NamedTuple
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from planning.config import Config, register, to_run
-from planning.data import data_path, heldout_rows
-from planning.paths import CONF_DIR
+from advi_repro.planning.config import Config, register, to_run
+from advi_repro.planning.data import data_path, heldout_rows
+from advi_repro.planning.paths import CONF_DIR
 
 
 class DataJob(NamedTuple):
@@ -67,7 +68,7 @@ class RunJob(NamedTuple):
 
 
 class FactorsPlan(NamedTuple):
-    """A figure of fitted factors (:class:`planning.config.FactorsConfig`) and the run it
+    """A figure of fitted factors (:class:`advi_repro.planning.config.FactorsConfig`) and the run it
     draws: ``posterior_mean`` is that run's ``posterior_mean.npz``; when ``top_frames`` > 0,
     ``data`` is the run's data folder (made by the data rules) and ``frames_file`` the file in
     it whose rows are shown beside each factor (else both None)."""
@@ -167,7 +168,8 @@ def expand_sweeps(overrides: Sequence[str]) -> list[list[str]]:
 class RunFolders:
     """The run folders of a set of runs (a workflow's, a ``fit.py -m`` sweep's), each
     claimed by one run: a second run in a folder is refused, naming the settings that tell
-    the two apart, which the folder name (:func:`planning.paths.run_dir`) does not record."""
+    the two apart, which the folder name (:func:`advi_repro.planning.paths.run_dir`) does not
+    record."""
 
     def __init__(self) -> None:
         self._overrides: dict[Path, tuple[str, ...]] = {}

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from planning.paths import fetched_data_dir, imageclef_data_dir, run_dir, simulated_data_dir
-from planning.estimate import plan_report
-from planning.workflow import plan_workflow
+from advi_repro.planning.paths import fetched_data_dir, imageclef_data_dir, run_dir, simulated_data_dir
+from advi_repro.planning.estimate import plan_report
+from advi_repro.planning.workflow import plan_workflow
 
 
 validate(config, "../conf/workflow.schema.yaml")

@@ -6,7 +6,7 @@
 import importlib.util
 import shutil
 
-from models import MODEL_NAMES
+from advi_repro.models import MODEL_NAMES
 
 FIG3 = f"{RESULTS}/figures/fig3_transformations"
 MODEL_PAGE = f"{RESULTS}/models/{{model}}.html"

@@ -6,7 +6,7 @@
 import math
 import os
 
-from planning.estimate import wall_clock_limit
+from advi_repro.planning.estimate import wall_clock_limit
 
 # Wall time: the plan's worst case for the run (planning/estimate.py, wall_clock_limit): twice
 # the budget, as checkpoint scoring runs off the budget's clock and can cost as much as the

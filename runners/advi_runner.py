@@ -2,7 +2,8 @@
 
 At every checkpoint (``checkpoint_every`` iterations, and at the end) the hook draws S
 = ``eval_draws`` samples from the current q, scores them on the held-out data, writes a trace
-row (and, if asked, the mean of those draws, :mod:`runners.posterior`) and asks ``advi.fit``
+row (and, if asked, the mean of those draws, :mod:`advi_repro.runners.posterior`) and asks
+``advi.fit``
 to stop once the clock has passed the budget. ``advi.fit`` stops its own clock while the
 hook runs, so ``wall_s`` counts optimisation only.
 """
@@ -17,11 +18,11 @@ from typing import Any
 import jax
 
 import advi
-from planning.methods import AdviConfig
-from runners.checkpoint import record_checkpoint
-from runners.posterior import PosteriorMean
-from runners.scoring import LogLikelihood, RunningLogMeanExp
-from runners.trace import TraceWriter
+from advi_repro.planning.methods import AdviConfig
+from advi_repro.runners.checkpoint import record_checkpoint
+from advi_repro.runners.posterior import PosteriorMean
+from advi_repro.runners.scoring import LogLikelihood, RunningLogMeanExp
+from advi_repro.runners.trace import TraceWriter
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ def run_advi(
         posterior_mean: if given, rewritten at every checkpoint with the mean of that
             checkpoint's S draws (E_q[theta], Monte Carlo).
         stop: asked after every checkpoint; a reason (not None) stops the fit there
-            (:class:`runners.interrupt.StopRequest`).
+            (:class:`advi_repro.runners.interrupt.StopRequest`).
         clock: ``() -> seconds`` behind ``wall_s``, ``compile_s`` and ``checkpoint_s``
             (``time.perf_counter``; tests inject a fake one).
 
@@ -71,7 +72,6 @@ def run_advi(
         clock=clock,
         # the start after the compilation, not beside it: the protocol's clock (wall_s)
         # then holds no compilation load, as the MCMC runners' clocks hold none
-        overlap_compile=False,
         **method.options(),  # checkpoint_every among them
     )
     return run_facts(result, checkpoint_s=checkpoint.seconds,

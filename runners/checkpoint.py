@@ -1,14 +1,14 @@
 """What both runners record at a checkpoint: the held-out score of its draws, the posterior
-mean (:mod:`runners.posterior`) and a trace row (:mod:`runners.trace`)."""
+mean (:mod:`advi_repro.runners.posterior`) and a trace row (:mod:`advi_repro.runners.trace`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from runners.posterior import PosteriorMean
-from runners.scoring import LogLikelihood, RunningLogMeanExp, score_draws
-from runners.trace import TraceWriter
+from advi_repro.runners.posterior import PosteriorMean
+from advi_repro.runners.scoring import LogLikelihood, RunningLogMeanExp, score_draws
+from advi_repro.runners.trace import TraceWriter
 
 
 def record_checkpoint(

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from planning.files import process_alive
+from advi_repro.planning.files import process_alive
 
 SLOTS_DIR = ".cpu_slots"
 """The folder, under ``results_dir``, of the per-host slot files."""

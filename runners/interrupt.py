@@ -1,7 +1,8 @@
 """Stopping a fit cleanly: SIGINT and SIGTERM ask it to stop at its next checkpoint, and a fit
 whose parent (the workflow) dies gets SIGTERM, so it never runs on alone.
 
-The runners ask :class:`StopRequest` at every checkpoint; ``runners.run.execute`` then keeps
+The runners ask :class:`StopRequest` at every checkpoint; ``advi_repro.runners.run.execute`` then
+keeps
 what the run has (``seed<k>.partial``) and raises :class:`Interrupted`, whose ``exit_code``
 (128 + the signal's number: 130 for SIGINT, 143 for SIGTERM) ``scripts/fit.py`` exits with.
 """

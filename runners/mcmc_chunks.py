@@ -1,6 +1,6 @@
 """MCMC in chunks under a budget: how long each chunk is, what one transition is
 forecast to cost, and the compiled chunk that runs transitions until its length or its
-leapfrog-step limit (used by :mod:`runners.mcmc_runner`)."""
+leapfrog-step limit (used by :mod:`advi_repro.runners.mcmc_runner`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from runners import stan_hmc
+from advi_repro.runners import stan_hmc
 
 
 def chunk_plan(num_warmup: int, num_samples: int, every: int) -> Iterator[tuple[str, int]]:

@@ -51,20 +51,20 @@ from numpyro.infer.initialization import init_to_uniform, init_to_value
 from numpyro.infer.util import initialize_model
 
 import advi
-from planning.methods import McmcConfig, NutsConfig
-from runners import stan_hmc
-from runners.checkpoint import record_checkpoint
-from runners.mcmc_chunks import (
+from advi_repro.planning.methods import McmcConfig, NutsConfig
+from advi_repro.runners import stan_hmc
+from advi_repro.runners.checkpoint import record_checkpoint
+from advi_repro.runners.mcmc_chunks import (
     affordable,
     chunk_plan,
     make_chunk,
     next_num_steps,
     seconds_per_gradient,
 )
-from runners.posterior import PosteriorMean
-from runners.scoring import LogLikelihood, RunningLogMeanExp
-from runners.stopwatch import Stopwatch
-from runners.trace import TraceWriter
+from advi_repro.runners.posterior import PosteriorMean
+from advi_repro.runners.scoring import LogLikelihood, RunningLogMeanExp
+from advi_repro.runners.stopwatch import Stopwatch
+from advi_repro.runners.trace import TraceWriter
 
 logger = logging.getLogger(__name__)
 
@@ -269,7 +269,7 @@ def run_mcmc(
         posterior_mean: if given, rewritten at every checkpoint with the mean of the draws
             that the checkpoint scored (all post-warmup draws so far, or the warmup chunk's).
         stop: asked after every checkpoint; a reason (not None) stops the chain there
-            (:class:`runners.interrupt.StopRequest`).
+            (:class:`advi_repro.runners.interrupt.StopRequest`).
         clock: ``() -> seconds`` behind the budget, the seconds per leapfrog step and every
             reported time (``wall_s``, ``compile_s``, ``init_s``, ``checkpoint_s``; an ADVI
             start is fitted on it too); ``time.perf_counter``, tests inject a fake one.

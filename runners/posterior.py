@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from planning.files import atomic_open
+from advi_repro.planning.files import atomic_open
 
 
 class PosteriorMean:

@@ -11,7 +11,7 @@ from typing import Any
 
 import jax
 
-from planning.paths import REPO_ROOT
+from advi_repro.planning.paths import REPO_ROOT
 
 PACKAGES = ("jax", "jaxlib", "numpyro", "optax", "numpy", "scipy", "hydra-core", "omegaconf")
 

@@ -11,20 +11,19 @@ from typing import Any
 
 import jax
 
-import models
-from planning.config import Config
-from planning.data import describe_data, load_problem, prepare_data
-from planning.files import partial_path, staged_dir, write_json
-from planning.methods import AdviConfig
-from runners.advi_runner import run_advi
-from runners.cpus import cpu_share
-from runners.interrupt import Interrupted, StopRequest, stop_on_signals
-from runners.mcmc_runner import run_mcmc
-from runners.posterior import PosteriorMean
-from runners.provenance import environment
-from runners.scoring import make_log_likelihood
-from runners.trace import TraceWriter
-from runners.xla import fast_compile
+from advi_repro import models
+from advi_repro.planning.config import Config
+from advi_repro.planning.data import describe_data, load_problem, prepare_data
+from advi_repro.planning.files import partial_path, staged_dir, write_json
+from advi_repro.planning.methods import AdviConfig
+from advi_repro.runners.advi_runner import run_advi
+from advi_repro.runners.cpus import cpu_share
+from advi_repro.runners.interrupt import Interrupted, StopRequest, stop_on_signals
+from advi_repro.runners.mcmc_runner import run_mcmc
+from advi_repro.runners.posterior import PosteriorMean
+from advi_repro.runners.provenance import environment
+from advi_repro.runners.scoring import make_log_likelihood
+from advi_repro.runners.trace import TraceWriter
 
 logger = logging.getLogger(__name__)
 
@@ -50,20 +49,20 @@ def _fit(run: Config, problem: models.Problem, work: Path, trace: TraceWriter,
 
 def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
     """Runs ``run`` and writes its trace.csv and posterior_mean.npz (per checkpoint, see
-    :mod:`runners.posterior`) and info.json (at the end).
+    :mod:`advi_repro.runners.posterior`) and info.json (at the end).
 
     The run writes into a fresh folder that replaces the run's folder only when it
-    finishes (:func:`planning.files.staged_dir`); a run that stops early leaves the old
+    finishes (:func:`advi_repro.planning.files.staged_dir`); a run that stops early leaves the old
     folder as it was and its own files in ``seed<k>.partial``, with an ``info.json`` whose
     ``status`` says why. SIGINT or SIGTERM stops the run at its next checkpoint
-    (:mod:`runners.interrupt`).
+    (:mod:`advi_repro.runners.interrupt`).
 
     Args:
-        run: the checked config (:func:`planning.config.to_run`).
+        run: the checked config (:func:`advi_repro.planning.config.to_run`).
         resolved_config: the same config as plain containers, recorded in info.json.
 
     The process is first pinned to its share of CPUs (``run.cores``,
-    :func:`runners.cpus.cpu_share`), which ``info.json`` records under ``resources``.
+    :func:`advi_repro.runners.cpus.cpu_share`), which ``info.json`` records under ``resources``.
 
     Returns:
         The run's output folder.
@@ -79,8 +78,6 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
 def _execute(run: Config, resolved_config: dict[str, Any],
              resources: Callable[[], dict[str, Any]]) -> Path:
     start = time.perf_counter()
-    if run.scale.fast_compile:
-        fast_compile()
     method_name = run.method.run_name()
     out = run.run_dir()
     logger.info("%s / %s / seed %d -> %s", run.experiment.name, method_name, run.seed, out)

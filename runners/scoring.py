@@ -75,7 +75,7 @@ def make_log_likelihood(module: Any, heldout: dict[str, Any]) -> LogLikelihood:
     """The model's pointwise held-out log-likelihood, jitted, as a function of the draws.
 
     Args:
-        module: a model module (``models.get(name)``) with ``log_likelihood``.
+        module: a model module (``advi_repro.models.get(name)``) with ``log_likelihood``.
         heldout: the held-out data, keyword arguments of ``module.log_likelihood``.
     """
     jitted = jax.jit(module.log_likelihood)

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from planning.files import atomic_open
+from advi_repro.planning.files import atomic_open
 
 CHECKPOINT_COLUMNS = ("iteration", "wall_s", "heldout_lpd", "num_draws")
 """The columns every method writes at every checkpoint (the figures need only these)."""

@@ -2,10 +2,11 @@
 ``results/claims.html`` (rules/report.smk).
 
 One row per claim of the paper (its experiments E0 to E6): the numbers this run measured,
-whether the claim held here and why (criteria: ``analysis.claims``). Reads the experiments'
+whether the claim held here and why (criteria: ``advi_repro.analysis.claims``). Reads the
+experiments'
 summary tables, their runs' ``info.json`` (model, minibatching, data origin, scale) and
 Figure 3's fit; claims no planned experiment tests are listed as not run. The page says at
-which scale the runs ran (``analysis.report_pages.scale_note``).
+which scale the runs ran (``advi_repro.analysis.report_pages.scale_note``).
 
 Run by Snakemake, or ``build`` from Python (tests).
 """
@@ -21,10 +22,10 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.claims import ExperimentResult, claims_table
-from analysis.report_pages import html_page, scale_note
-from analysis.runinfo import experiment_facts, timing_setup
-from planning.files import atomic_open
+from advi_repro.analysis.claims import ExperimentResult, claims_table
+from advi_repro.analysis.report_pages import html_page, scale_note
+from advi_repro.analysis.runinfo import experiment_facts, timing_setup
+from advi_repro.planning.files import atomic_open
 
 
 def build(
@@ -40,12 +41,13 @@ def build(
         experiments: per planned experiment, ``summary`` (its CSV, ``scripts/summarise.py``)
             and ``reference`` (the method the summary times the others against, or None).
         infos: the ``info.json`` of every planned run; each names its experiment.
-        transformation: Figure 3's fit table (``analysis.transformation.transformation_table`` as
+        transformation: Figure 3's fit table
+        (``advi_repro.analysis.transformation.transformation_table`` as
             CSV), or None where Figure 3 was not made.
         tolerance: the summaries' tolerance (a fraction of the reference's final value).
 
     Returns:
-        ``analysis.claims.claims_table``.
+        ``advi_repro.analysis.claims.claims_table``.
     """
     runs = defaultdict(list)
     for path in infos:
@@ -64,7 +66,8 @@ def build(
 
 
 def method_setups(infos: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:
-    """Per method, the timing set-up its runs recorded (``analysis.runinfo.timing_setup``);
+    """Per method, the timing set-up its runs recorded
+    (``advi_repro.analysis.runinfo.timing_setup``);
     seeds of one method on different set-ups are joined with `` | ``."""
     setups: dict[str, set[str]] = defaultdict(set)
     for info in infos:

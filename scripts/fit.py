@@ -21,10 +21,10 @@ import sys
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from planning.cli import check_choices, fail
-from planning.config import register, to_run
-from runners.interrupt import Interrupted, die_with_parent
-from runners.run import execute
+from advi_repro.planning.cli import check_choices, fail
+from advi_repro.planning.config import register, to_run
+from advi_repro.runners.interrupt import Interrupted, die_with_parent
+from advi_repro.runners.run import execute
 
 register()
 

@@ -1,7 +1,7 @@
 """Snakemake script: the E5/E6 colour histograms as a float32 .npy (rules/data.smk).
 
 A simulated imageCLEF stand-in from the data's seed, or, with ``data.image_dir``, the
-standardised RGB histograms of the images in that folder (``planning.data``).
+standardised RGB histograms of the images in that folder (``advi_repro.planning.data``).
 """
 
 import logging
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from planning.data import imageclef_features
-from planning.scriptlog import log_to
+from advi_repro.planning.data import imageclef_features
+from advi_repro.planning.scriptlog import log_to
 
 log_to(snakemake.log[0])  # noqa: F821
 job = snakemake.params.job  # noqa: F821

@@ -20,7 +20,7 @@ import numpy as np
 import optax
 from numpyro.infer.util import log_density
 
-import models
+from advi_repro import models
 
 
 def fit_map(problem: models.Problem, model_name: str, model_args: dict, *, steps: int,

@@ -18,15 +18,16 @@ from pathlib import Path
 
 import yaml
 
-from planning.estimate import estimate_runs, plan_table, read_estimates, summary_line
-from planning.paths import REPO_ROOT
-from planning.workflow import plan_workflow
+from advi_repro.planning.estimate import estimate_runs, plan_table, read_estimates, summary_line
+from advi_repro.planning.paths import REPO_ROOT
+from advi_repro.planning.workflow import plan_workflow
 
 
 def measured(results_dir: Path, skip: tuple[str, ...] = ()
              ) -> dict[str, dict[str, dict[str, dict[str, float | bool]]]]:
     """``{"paper": {experiment: {method: {wall_s, total_s, budget_s, checkpoint_s,
-    budget_bound, next_transition_s}}}}`` (:class:`planning.estimate.Measured`) of the finished
+    budget_bound, next_transition_s}}}}`` (:class:`advi_repro.planning.estimate.Measured`) of the
+    finished
     paper-scale runs under ``results_dir/runs/paper`` (the run of the median ``total_s``
     where several seeds ran), leaving out the methods named in ``skip`` (e.g. runs made
     with code that has changed since)."""

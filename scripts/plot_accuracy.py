@@ -5,12 +5,12 @@ Reads exactly the traces the rule declares (``snakemake.input.traces``: the expe
 planned runs) and their ``info.json`` (``snakemake.input.infos``: the data sizes in the
 title). Each method's line is the mean over seeds at each checkpoint, with the range over
 seeds shaded when there are several. Axes as the paper: seconds on a log scale (at least
-three labelled ticks, :func:`analysis.figures.time_ticks`), average log predictive on y.
+three labelled ticks, :func:`advi_repro.analysis.figures.time_ticks`), average log predictive on y.
 A method whose whole curve lies far below the others (static HMC that never accepted), or
 far above them (a degenerate fit), is left off the y-range so that the others can be told
 apart: a triangle on the bottom (top) edge marks its last checkpoint and its legend entry
 prints its final value
-(:func:`analysis.figures.split_off_axis`). The legend sits right of the axes, off the
+(:func:`advi_repro.analysis.figures.split_off_axis`). The legend sits right of the axes, off the
 data. A method with no checkpoint after 0 s (an HMC run that could not make one transition
 within its budget) appears in the legend only; a curve of one or two checkpoints gets
 markers. The log names each run plotted and its final value.
@@ -28,9 +28,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator  # noqa: E402
 
-from analysis.figures import fill_title, split_off_axis, time_ticks, y_limits  # noqa: E402
-from analysis.summary import final_rows, mean_curves, method_order, read_traces  # noqa: E402
-from planning.files import atomic_open  # noqa: E402
+from advi_repro.analysis.figures import fill_title, split_off_axis, time_ticks, y_limits  # noqa: E402
+from advi_repro.analysis.summary import final_rows, mean_curves, method_order, read_traces  # noqa: E402
+from advi_repro.planning.files import atomic_open  # noqa: E402
 
 
 def set_time_axis(ax: plt.Axes, seconds: pd.Series) -> None:

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from plot_factors import factor_images  # noqa: E402
 
-from planning.files import atomic_open  # noqa: E402
+from advi_repro.planning.files import atomic_open  # noqa: E402
 
 TOP_SHARE = 0.05
 """Sparsity: the share of a factor's total in its brightest TOP_SHARE of pixels."""

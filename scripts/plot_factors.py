@@ -3,7 +3,7 @@
 Each factor beta[:, k] (I = 560 pixels for the Frey faces) is drawn as a grey image of
 ``shape`` (28 x 20), row-major as the frames are stored (``beta[:, k].reshape(28, 20)``),
 each on its own grey scale (black: 0 or its minimum, white: its maximum). The values are a
-run's posterior mean (``posterior_mean.npz``, ``runners.posterior``; for ADVI the mean
+run's posterior mean (``posterior_mean.npz``, ``advi_repro.runners.posterior``; for ADVI the mean
 of the last checkpoint's S draws from q).
 
 With ``top_frames`` (Figure 5c), each factor is drawn in a row beside the frames with the
@@ -29,7 +29,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from planning.files import (
+from advi_repro.planning.files import (
     atomic_open,  # noqa: E402
     read_posterior_mean,  # noqa: E402
 )

@@ -1,10 +1,11 @@
 """The imageCLEF stand-in's first images and their colour histograms (report, Figure 1 data).
 
 The images are regenerated from the stand-in's seed and size exactly as
-``planning.datasets.simulate.image_standin`` made them (the first batch of
-``planning.datasets.procedural.image_batches(seed, num_images)``), so they are the first rows of the
+``advi_repro.planning.datasets.simulate.image_standin`` made them (the first batch of
+``advi_repro.planning.datasets.procedural.image_batches(seed, num_images)``), so they are the first
+rows of the
 E5/E6 data file; each is shown above its R, G and B histograms
-(``planning.datasets.images.batch_histograms``, before standardisation).
+(``advi_repro.planning.datasets.images.batch_histograms``, before standardisation).
 
 Run by Snakemake (``snakemake.params.job``, the data job of the stand-in) or from the shell:
 ``python scripts/plot_standin_images.py out.png --seed 0 --num-images 260000`` (also
@@ -23,8 +24,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from planning.datasets import images, procedural  # noqa: E402
-from planning.files import atomic_open  # noqa: E402
+from advi_repro.planning.datasets import images, procedural  # noqa: E402
+from advi_repro.planning.files import atomic_open  # noqa: E402
 
 SHOWN = 12
 """Images in the figure."""

@@ -7,7 +7,8 @@ exponential prior, whose posterior is Gamma (conjugate), so every panel is exact
 Colours as the paper: posterior purple, approximation green.
 
 Run by Snakemake (writes ``snakemake.output.png``, its ``.pdf`` and the fit table
-``snakemake.output.fit``, see ``analysis.transformation.transformation_table``) or from the shell:
+``snakemake.output.fit``, see ``advi_repro.analysis.transformation.transformation_table``) or from
+the shell:
 ``python scripts/plot_transformations.py results/figures/fig3_transformations.png``.
 """
 
@@ -23,9 +24,9 @@ import numpy as np  # noqa: E402
 from scipy import special, stats  # noqa: E402
 
 import advi  # noqa: E402
-from analysis.transformation import transformation_table  # noqa: E402
-from models import poisson_exponential  # noqa: E402
-from planning.files import atomic_open  # noqa: E402
+from advi_repro.analysis.transformation import transformation_table  # noqa: E402
+from advi_repro.models import poisson_exponential  # noqa: E402
+from advi_repro.planning.files import atomic_open  # noqa: E402
 
 PURPLE, GREEN = "#7b3294", "#1b9e77"
 

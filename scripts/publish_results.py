@@ -26,8 +26,8 @@ import pandas as pd
 import yaml
 from PIL import Image
 
-from analysis.runinfo import describe_resources
-from planning.paths import CONF_DIR
+from advi_repro.analysis.runinfo import describe_resources
+from advi_repro.planning.paths import CONF_DIR
 
 MAX_WIDTH = 1000
 """Published figures are shrunk to at most this many pixels wide."""

@@ -22,10 +22,10 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-import models
-from planning.files import atomic_open
+from advi_repro import models
+from advi_repro.planning.files import atomic_open
 
-PLUMBING = ("models._checks", "models._plate")
+PLUMBING = ("advi_repro.models._checks", "advi_repro.models._plate")
 """Helper modules left out of the page: argument checks and row gathering, not the model."""
 
 

@@ -2,15 +2,15 @@
 
 Reads the ``info.json`` of every planned run (the rule's inputs) and writes one row per
 experiment and method: seeds, scale, budget, data sizes, scoring, how it ended
-(``analysis.report_pages.runs_table``), under a note on what the runs' scale means.
+(``advi_repro.analysis.report_pages.runs_table``), under a note on what the runs' scale means.
 """
 
 import json
 import logging
 from pathlib import Path
 
-from analysis.report_pages import html_page, runs_table, scale_note
-from planning.files import atomic_open
+from advi_repro.analysis.report_pages import html_page, runs_table, scale_note
+from advi_repro.planning.files import atomic_open
 
 
 def main() -> None:

@@ -3,8 +3,8 @@
 import logging
 from pathlib import Path
 
-from planning.data import simulate
-from planning.scriptlog import log_to
+from advi_repro.planning.data import simulate
+from advi_repro.planning.scriptlog import log_to
 
 log_to(snakemake.log[0])  # noqa: F821
 job = snakemake.params.job  # noqa: F821

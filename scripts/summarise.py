@@ -2,19 +2,20 @@
 
 Reads exactly the rule's inputs: ``traces`` and ``infos`` (how each run ended, its scale,
 scoring and data) of the experiment's planned runs. Writes the table as CSV (columns: see
-``analysis.summary.summary_table``) and as the report's full-width page, which also says at
+``advi_repro.analysis.summary.summary_table``) and as the report's full-width page, which also says
+at
 which scale the runs ran, how each method was scored and on which data, all from the runs'
-``info.json`` (``analysis.report_pages``).
+``info.json`` (``advi_repro.analysis.report_pages``).
 """
 
 import json
 import logging
 from pathlib import Path
 
-from analysis.figures import fill_title
-from analysis.report_pages import data_lines, draws_setting, html_page, scale_note
-from analysis.summary import read_endings, read_traces, summary_table
-from planning.files import atomic_open
+from advi_repro.analysis.figures import fill_title
+from advi_repro.analysis.report_pages import data_lines, draws_setting, html_page, scale_note
+from advi_repro.analysis.summary import read_endings, read_traces, summary_table
+from advi_repro.planning.files import atomic_open
 
 
 def scoring_lines(infos: list[dict]) -> list[str]:

@@ -5,7 +5,7 @@ import importlib.util
 import sys
 from types import ModuleType
 
-from planning.paths import REPO_ROOT
+from advi_repro.planning.paths import REPO_ROOT
 
 BENCHMARKS = REPO_ROOT / "benchmarks"
 

@@ -1,6 +1,4 @@
-"""Shared pytest settings: JAX on the CPU in float32, as in CI, compiling without XLA's
-backend optimisation (the tests' seconds go to compiling small programs, not running them;
-results are the same up to rounding); the real data sets or a skip."""
+"""Shared pytest settings: JAX on the CPU in float32, as in CI; the real data sets or a skip."""
 
 import os
 
@@ -8,11 +6,7 @@ import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-from runners.xla import fast_compile  # noqa: E402
-
-fast_compile()  # before any JAX computation; the workflow tests' subprocesses inherit it
-
-from planning.datasets import fetch as fetching  # noqa: E402  (after JAX's platform is set)
+from advi_repro.planning.datasets import fetch as fetching  # noqa: E402  (after JAX's platform is set)
 
 
 def skip_unless_fetchable(folder):

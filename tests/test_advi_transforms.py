@@ -9,7 +9,7 @@ import pytest
 from numpyro.distributions import constraints
 
 import advi
-from models import gamma_poisson_nmf
+from advi_repro.models import gamma_poisson_nmf
 
 
 def _site_model(support, shape):

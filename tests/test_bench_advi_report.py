@@ -11,7 +11,7 @@ import pytest
 from bench_scripts import load
 
 import advi  # noqa: F401  (imported, so that a baseline's advi cannot be)
-from planning.paths import REPO_ROOT
+from advi_repro.planning.paths import REPO_ROOT
 
 bench_advi = load("bench_advi")
 baseline_code = load("baseline_code")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from bench_scripts import load
 
-from planning.paths import REPO_ROOT
+from advi_repro.planning.paths import REPO_ROOT
 
 cmdstan_advi = load("cmdstan_advi")
 

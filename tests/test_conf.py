@@ -11,10 +11,15 @@ import yaml
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 
-from planning.config import register, to_run
-from planning.methods import AdviConfig, HmcConfig, NutsConfig
-from planning.paths import REPO_ROOT
-from planning.workflow import CONF_DIR, expand_sweeps, plan_workflow, refuse_shared_folders
+from advi_repro.planning.config import register, to_run
+from advi_repro.planning.methods import AdviConfig, HmcConfig, NutsConfig
+from advi_repro.planning.paths import REPO_ROOT
+from advi_repro.planning.workflow import (
+    CONF_DIR,
+    expand_sweeps,
+    plan_workflow,
+    refuse_shared_folders,
+)
 
 EXPERIMENTS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
 SCALES = sorted(p.stem for p in (CONF_DIR / "scale").glob("*.yaml"))

@@ -4,7 +4,7 @@
 import pytest
 from conftest import skip_unless_fetchable
 
-from planning.datasets import fetch as fetching
+from advi_repro.planning.datasets import fetch as fetching
 
 MIRROR = fetching.default_mirror()
 needs_mirror = pytest.mark.skipif(MIRROR is None, reason="no data mirror")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from planning.datasets import images
+from advi_repro.planning.datasets import images
 
 
 def test_rgb_histograms_of_generated_images(tmp_path):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from planning.datasets import procedural
+from advi_repro.planning.datasets import procedural
 
 
 def test_batches_are_seeded_uint8_images_of_varying_sizes():
@@ -36,7 +36,7 @@ def test_a_bad_count_is_refused_naming_it(num_images):
 
 
 def test_histograms_take_any_bin_count_and_refuse_a_bad_one():
-    from planning.datasets import images
+    from advi_repro.planning.datasets import images
 
     (batch,) = procedural.image_batches(0, 5)
     coarse, fine = images.batch_histograms(batch, num_bins=8), images.batch_histograms(batch)

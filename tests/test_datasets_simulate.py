@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from models import gmm
-from planning.datasets import images, procedural, simulate
+from advi_repro.models import gmm
+from advi_repro.planning.datasets import images, procedural, simulate
 
 
 def test_linreg_ard_shapes_truth_and_noise():

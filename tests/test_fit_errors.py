@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from planning.paths import REPO_ROOT
+from advi_repro.planning.paths import REPO_ROOT
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from planning.paths import REPO_ROOT, run_dir
+from advi_repro.planning.paths import REPO_ROOT, run_dir
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
 # E1 at smoke scale with ADVI: finished in seconds; LONG makes a rerun run for minutes.
@@ -103,7 +103,8 @@ def test_the_interrupted_rerun_stops_at_its_next_checkpoint_and_is_kept_as_parti
 
 
 def test_a_fit_whose_workflow_is_killed_stops_and_keeps_its_run(tmp_path):
-    """SIGKILL to Snakemake: its fit job gets SIGTERM (runners.interrupt.die_with_parent)."""
+    """SIGKILL to Snakemake: its fit job gets SIGTERM
+    (advi_repro.runners.interrupt.die_with_parent)."""
     command = ["snakemake", "--snakefile", str(REPO_ROOT / "Snakefile"), "--directory",
                str(tmp_path), "--cores", "1", "--config", "scale=smoke", "seeds=[0]",
                "experiments=[linreg_ard]",

@@ -10,8 +10,8 @@ from numpyro.infer.util import log_density
 from numpyro.infer.util import log_likelihood as numpyro_log_likelihood
 from scipy import stats
 
-from models import election88
-from planning.datasets.fetch import default_mirror
+from advi_repro.models import election88
+from advi_repro.planning.datasets.fetch import default_mirror
 
 MIRROR = default_mirror()
 needs_mirror = pytest.mark.skipif(

@@ -9,7 +9,7 @@ from numpyro import handlers
 from numpyro.infer.util import log_density
 from scipy import stats
 
-from models import gmm
+from advi_repro.models import gmm
 
 RNG = np.random.default_rng(0)
 N, D, K = 50, 7, 4

@@ -7,8 +7,8 @@ from numpyro import handlers
 from numpyro.infer.util import log_density
 from scipy import stats
 
-from models import linreg_ard
-from planning.datasets import simulate
+from advi_repro.models import linreg_ard
+from advi_repro.planning.datasets import simulate
 
 RNG = np.random.default_rng(0)
 N, D, S = 40, 6, 5

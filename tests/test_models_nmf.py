@@ -10,9 +10,9 @@ import pytest
 from numpyro.infer.util import log_density
 from scipy import integrate, special, stats
 
-from models import _poisson_factorisation as factorisation
-from models import dirichlet_exponential_nmf, gamma_poisson_nmf
-from planning.datasets.fetch import default_mirror
+from advi_repro.models import _poisson_factorisation as factorisation
+from advi_repro.models import dirichlet_exponential_nmf, gamma_poisson_nmf
+from advi_repro.planning.datasets.fetch import default_mirror
 
 RNG = np.random.default_rng(0)
 U, P, K, S = 6, 9, 3, 4

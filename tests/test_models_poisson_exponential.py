@@ -7,7 +7,7 @@ import pytest
 from numpyro.infer.util import initialize_model, log_density
 from scipy import integrate, stats
 
-from models import poisson_exponential as pe
+from advi_repro.models import poisson_exponential as pe
 
 COUNTS = np.array([2, 5, 3, 1, 4])
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-import models
+from advi_repro import models
 
 
 @pytest.mark.parametrize("name", models.MODEL_NAMES)

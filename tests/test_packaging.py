@@ -1,9 +1,12 @@
 """What the repository declares about itself agrees: version pins, public APIs only."""
 
 import ast
+import os
 import re
+import subprocess
+import sys
 
-from planning.paths import REPO_ROOT
+from advi_repro.planning.paths import REPO_ROOT
 
 
 def test_the_snakefiles_min_version_is_pyprojects_snakemake_pin():
@@ -23,15 +26,19 @@ def test_no_code_uses_hydras_private_api():
 
 
 def _imported_packages(path):
-    """The top-level names a Python file imports."""
+    """The packages a Python file imports: the top-level name, or for the workflow's
+    namespaced package its subpackage (``advi_repro.runners.run`` -> ``runners``)."""
     tree = ast.parse(path.read_text())
-    names = set()
+    modules = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
+            modules |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return names
+            modules.add(node.module)
+            if node.module == "advi_repro":
+                modules |= {f"advi_repro.{alias.name}" for alias in node.names}
+    return {m.split(".")[1] if m.startswith("advi_repro.") else m.split(".")[0]
+            for m in modules}
 
 
 def test_imports_run_one_way_the_report_never_imports_the_protocol():
@@ -45,10 +52,31 @@ def test_imports_run_one_way_the_report_never_imports_the_protocol():
         assert "runners" not in _imported_packages(REPO_ROOT / "scripts" / name), name
 
 
-def test_no_installed_package_shadows_a_widely_used_one():
-    # pip install -e . installs these top-level packages (pyproject's packages.find)
-    include = re.search(r"include = \[([^\]]*)\]", (REPO_ROOT / "pyproject.toml").read_text())
-    installed = {name.strip(' "*') for name in include.group(1).split(",")}
-    assert installed == {"advi", "models", "runners", "planning", "analysis"}
-    assert not installed & {"datasets", "data", "utils", "config", "workflow", "report"}
-    assert all((REPO_ROOT / name / "__init__.py").is_file() for name in installed)
+def test_the_library_imports_nothing_of_the_workflow():
+    for path in (REPO_ROOT / "advi").rglob("*.py"):
+        assert "advi_repro" not in _imported_packages(path), path
+
+
+def test_the_installed_project_adds_no_generic_top_level_name(tmp_path):
+    # run where the checkout is not on sys.path, as a user's own project would
+    probe = ("import importlib.util as u; "
+             "print([n for n in ('models', 'runners', 'planning', 'analysis', 'advi', "
+             "'advi_repro', 'advi_repro.models', 'advi_repro.runners', 'advi_repro.planning', "
+             "'advi_repro.analysis') if u.find_spec(n) is not None])")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["['advi',", "'advi_repro',", "'advi_repro.models',",
+                           "'advi_repro.runners',", "'advi_repro.planning',",
+                           "'advi_repro.analysis']"]
+
+
+def test_the_library_requires_only_its_own_dependencies():
+    from importlib.metadata import requires
+
+    core = {re.match(r"[\w-]+", r).group(0) for r in requires("advi-repro")
+            if "extra ==" not in r}
+    assert core == {"jax", "numpyro", "optax", "arviz", "numpy", "scipy"}
+    workflow = {re.match(r"[\w-]+", r).group(0) for r in requires("advi-repro")
+                if 'extra == "workflow"' in r}
+    assert {"snakemake", "hydra-core", "pandas", "matplotlib"} <= workflow

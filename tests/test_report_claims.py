@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from scipy import integrate, optimize, stats
 
-from analysis import claims, runinfo, transformation
-from analysis.claims import ExperimentResult
+from advi_repro.analysis import claims, runinfo, transformation
+from advi_repro.analysis.claims import ExperimentResult
 
 REACH = "seconds_to_1pct_of_nuts"
 LABELS = {"advi_M1": "ADVI (M=1)", "advi_M10": "ADVI (M=10)", "nuts": "NUTS", "hmc": "HMC"}
@@ -20,7 +20,8 @@ def judge(claim, table, reference="nuts"):
 
 
 def summary(finals, seconds):
-    """A summary table as analysis.summary.summary_table writes it (NaN: never reached)."""
+    """A summary table as advi_repro.analysis.summary.summary_table writes it (NaN: never
+    reached)."""
     return pd.DataFrame({
         "method": list(finals),
         "label": [LABELS.get(m, m) for m in finals],
@@ -170,7 +171,7 @@ def test_experiment_facts_tell_the_stand_in_from_real_images():
     simulated = [info(None, data, None), info(500, data, None)]
     model, minibatched, origin = runinfo.experiment_facts(simulated)
     assert (model, minibatched) == ("gmm", True) and "simulated stand-in" in origin
-    assert "planning.datasets.simulate.gmm_standin" in origin  # which stand-in
+    assert "advi_repro.planning.datasets.simulate.gmm_standin" in origin  # which stand-in
     real = [info(None, data, "/data/clef")]
     assert runinfo.experiment_facts(real) == ("gmm", False, "real images from /data/clef")
     assert claims.claim_of("gmm", minibatched=True) == "E6"

@@ -3,7 +3,7 @@ runs comes from the runs' info.json, and the tables are plain, escaped HTML."""
 
 import pytest
 
-from analysis.report_pages import data_lines, html_page, runs_table, scale_note
+from advi_repro.analysis.report_pages import data_lines, html_page, runs_table, scale_note
 
 
 def info(method="advi_M1", seed=0, scale="smoke", **extra):

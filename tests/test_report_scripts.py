@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import models
-from analysis.summary import summary_table
-from planning.paths import REPO_ROOT
+from advi_repro import models
+from advi_repro.analysis.summary import summary_table
+from advi_repro.planning.paths import REPO_ROOT
 
 SCRIPTS = REPO_ROOT / "scripts"
 GRAPHVIZ = importlib.util.find_spec("graphviz") is not None and shutil.which("dot") is not None
@@ -59,7 +59,7 @@ def test_plate_diagrams_name_every_latent_site(name):
 
 
 def write_run(runs_dir, method, label, seed, curve, config):
-    """A trace.csv and info.json of one run, with runners.trace's columns."""
+    """A trace.csv and info.json of one run, with advi_repro.runners.trace's columns."""
     run = runs_dir / method / f"seed{seed}"
     run.mkdir(parents=True)
     iterations = np.arange(1, len(curve) + 1)

@@ -4,11 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planning.files import read_posterior_mean
-from runners.checkpoint import record_checkpoint
-from runners.posterior import PosteriorMean
-from runners.scoring import RunningLogMeanExp, heldout_lpd
-from runners.trace import TraceWriter
+from advi_repro.planning.files import read_posterior_mean
+from advi_repro.runners.checkpoint import record_checkpoint
+from advi_repro.runners.posterior import PosteriorMean
+from advi_repro.runners.scoring import RunningLogMeanExp, heldout_lpd
+from advi_repro.runners.trace import TraceWriter
 
 
 def log_likelihood(draws):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from runners.cpus import SLOTS_DIR, choose_cpus, cpu_model, cpu_share
+from advi_repro.runners.cpus import SLOTS_DIR, choose_cpus, cpu_model, cpu_share
 
 USABLE = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
 needs_two = pytest.mark.skipif(len(USABLE) < 2, reason="needs 2 CPUs this process may use")

@@ -1,5 +1,6 @@
 """The E5/E6 colour histograms: the simulated stand-in, or real images (data.image_dir),
-made by the workflow's rule script into one .npy layout that ``models.gmm.load`` reads."""
+made by the workflow's rule script into one .npy layout that ``advi_repro.models.gmm.load``
+reads."""
 
 import json
 import logging
@@ -12,13 +13,13 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from PIL import Image
 
-from models import gmm
-from planning.config import register, to_run
-from planning.data import data_path, describe_data, imageclef_features, prepare_data
-from planning.datasets import images
-from planning.paths import REPO_ROOT
-from planning.workflow import CONF_DIR, plan_workflow
-from runners.run import execute
+from advi_repro.models import gmm
+from advi_repro.planning.config import register, to_run
+from advi_repro.planning.data import data_path, describe_data, imageclef_features, prepare_data
+from advi_repro.planning.datasets import images
+from advi_repro.planning.paths import REPO_ROOT
+from advi_repro.planning.workflow import CONF_DIR, plan_workflow
+from advi_repro.runners.run import execute
 
 NUM_IMAGES, NUM_HELDOUT = 12, 4
 

@@ -4,7 +4,7 @@ from typing import NamedTuple
 
 import pytest
 
-from planning.estimate import (
+from advi_repro.planning.estimate import (
     Measured,
     estimate_runs,
     makespan,
@@ -101,7 +101,7 @@ def test_measured_runs_are_read_from_a_results_folder(tmp_path):
     import json
     import sys
 
-    from planning.paths import REPO_ROOT
+    from advi_repro.planning.paths import REPO_ROOT
     sys.path.insert(0, str(REPO_ROOT / "scripts"))
     import plan
 

@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from planning.files import atomic_open, partial_path, staged_dir, write_json
+from advi_repro.planning.files import atomic_open, partial_path, staged_dir, write_json
 
 
 def write(folder, **files):

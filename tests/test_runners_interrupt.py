@@ -4,7 +4,7 @@ import signal
 
 import pytest
 
-from runners.interrupt import Interrupted, stop_on_signals
+from advi_repro.runners.interrupt import Interrupted, stop_on_signals
 
 
 def test_the_first_sigint_asks_to_stop_and_a_second_interrupts_at_once():

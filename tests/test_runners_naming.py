@@ -2,7 +2,7 @@
 
 import pytest
 
-from planning.naming import RunName, advi_run_name, mcmc_run_name, parse_run_name
+from advi_repro.planning.naming import RunName, advi_run_name, mcmc_run_name, parse_run_name
 
 
 @pytest.mark.parametrize(("kwargs", "name"), [

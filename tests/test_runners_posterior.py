@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from test_runners_protocol import Y_TRAIN, log_likelihood, model
 
-from planning.files import read_posterior_mean
-from planning.methods import AdviConfig, NutsConfig
-from runners.advi_runner import run_advi
-from runners.mcmc_runner import run_mcmc
-from runners.posterior import PosteriorMean
-from runners.trace import TraceWriter
+from advi_repro.planning.files import read_posterior_mean
+from advi_repro.planning.methods import AdviConfig, NutsConfig
+from advi_repro.runners.advi_runner import run_advi
+from advi_repro.runners.mcmc_runner import run_mcmc
+from advi_repro.runners.posterior import PosteriorMean
+from advi_repro.runners.trace import TraceWriter
 
 
 def test_the_mean_is_over_every_draw_since_the_last_reset(tmp_path):

@@ -21,11 +21,11 @@ import pytest
 from numpyro.infer.util import initialize_model
 from scipy.stats import norm
 
-from planning.methods import AdviConfig, HmcConfig, NutsConfig
-from runners.advi_runner import run_advi
-from runners.mcmc_chunks import affordable, chunk_plan, make_chunk
-from runners.mcmc_runner import run_mcmc, starting_point
-from runners.trace import TraceWriter
+from advi_repro.planning.methods import AdviConfig, HmcConfig, NutsConfig
+from advi_repro.runners.advi_runner import run_advi
+from advi_repro.runners.mcmc_chunks import affordable, chunk_plan, make_chunk
+from advi_repro.runners.mcmc_runner import run_mcmc, starting_point
+from advi_repro.runners.trace import TraceWriter
 
 Y_TRAIN = np.random.default_rng(0).normal(1.5, 1.0, size=40).astype(np.float32)
 Y_HELDOUT = np.random.default_rng(1).normal(1.5, 1.0, size=25).astype(np.float32)
@@ -119,7 +119,7 @@ NUTS = NutsConfig(num_warmup=40, num_samples=60, checkpoint_every=20)
 
 
 def test_nuts_trace_scores_post_warmup_draws_so_far(tmp_path, caplog):
-    with caplog.at_level(logging.INFO, logger="runners"):
+    with caplog.at_level(logging.INFO, logger="advi_repro.runners"):
         facts, trace = _run(run_mcmc, NUTS, tmp_path)
     assert list(trace["iteration"]) == [20, 40, 60, 80, 100]
     assert list(trace["phase"]) == ["warmup"] * 2 + ["sampling"] * 3
@@ -298,7 +298,7 @@ def test_advi_trace_has_a_row_per_checkpoint_with_the_elbo(tmp_path, caplog):
     assert trace["elbo"].notna().all() and (trace["num_draws"] == 200).all()
     assert trace["heldout_lpd"].iloc[-1] == pytest.approx(exact_lpd(), abs=0.02)
     assert facts["compile_s"] > 0 and facts["eta"] > 0
-    messages = [r.getMessage() for r in caplog.records if r.name.startswith(("advi", "runners"))]
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith("advi")]
     assert messages[:2] == ["compiling the start, iteration and ELBO functions ...",
                             f"compiled in {facts['compile_s']:.1f} s"]
     checkpoints = [m for m in messages if m.startswith("checkpoint at iteration")]

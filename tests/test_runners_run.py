@@ -1,6 +1,6 @@
 """A run's log says how its wall-clock divided."""
 
-from runners.run import wall_clock_split
+from advi_repro.runners.run import wall_clock_split
 
 
 def test_the_wall_clock_split_adds_up_to_the_total():

@@ -1,6 +1,6 @@
 """What a run's seconds were measured on, as the report and the claims read it."""
 
-from analysis.runinfo import describe_resources, timing_setup
+from advi_repro.analysis.runinfo import describe_resources, timing_setup
 
 INFO = {"environment": {"device": {"platform": "cpu", "kind": "cpu", "count": 1}},
         "resources": {"cores": 1, "cpu_ids": [3], "pinned_by": "slot", "beside": 1,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from runners.scoring import RunningLogMeanExp, heldout_lpd, log_sum_exp, score_draws
+from advi_repro.runners.scoring import RunningLogMeanExp, heldout_lpd, log_sum_exp, score_draws
 
 
 def _log_lik(seed: int, num_draws: int = 57, num_heldout: int = 13) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Static HMC's warmup as Stan's (runners.stan_hmc) from Stan's far starting point.
+"""Static HMC's warmup as Stan's (advi_repro.runners.stan_hmc) from Stan's far starting point.
 
 The target is E1's posterior (linear regression with ARD) with orthogonal regressors,
 X^T X = N I, so that its potential costs O(D), not O(N D): in zeta = (w, log tau,
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from numpyro.infer.hmc_util import dual_averaging
 
-from runners import stan_hmc
+from advi_repro.runners import stan_hmc
 
 N, D = 100_000, 20
 W_TRUE = jnp.asarray(np.random.default_rng(0).normal(0.0, 1.0, D), jnp.float32)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from runners.stopwatch import Stopwatch
+from advi_repro.runners.stopwatch import Stopwatch
 
 
 class _FakeClock:

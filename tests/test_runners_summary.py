@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from analysis.summary import (
+from advi_repro.analysis.summary import (
     mean_curves,
     method_order,
     read_endings,
@@ -13,7 +13,7 @@ from analysis.summary import (
     run_ending,
     summary_table,
 )
-from runners.trace import TraceWriter
+from advi_repro.runners.trace import TraceWriter
 
 
 def _write(runs_dir, method, label, seed, rows):

@@ -5,8 +5,8 @@ import json
 import pandas as pd
 import pytest
 
-from planning.files import atomic_open, write_json
-from runners.trace import TraceWriter
+from advi_repro.planning.files import atomic_open, write_json
+from advi_repro.runners.trace import TraceWriter
 
 
 def _row(iteration, **extra):

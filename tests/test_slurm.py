@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from planning.paths import REPO_ROOT
+from advi_repro.planning.paths import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 from test_workflow import EXPERIMENTS, run_folder, snakemake  # noqa: E402

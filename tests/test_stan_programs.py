@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from numpyro.infer.util import initialize_model
 
-import models
-from planning.paths import REPO_ROOT
+from advi_repro import models
+from advi_repro.planning.paths import REPO_ROOT
 
 STAN_DIR = REPO_ROOT / "benchmarks" / "stan"
 spec = importlib.util.spec_from_file_location(

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from PIL import Image
 
-from analysis.figures import fill_title
-from analysis.summary import read_traces
-from planning.paths import REPO_ROOT
+from advi_repro.analysis.figures import fill_title
+from advi_repro.analysis.summary import read_traces
+from advi_repro.planning.paths import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 sys.path.insert(0, str(REPO_ROOT / "tests"))
@@ -84,7 +84,8 @@ def test_every_run_leaves_a_trace_a_posterior_mean_and_an_info_json(smoke, exper
     assert {"experiment", "method", "seed", "iteration", "wall_s", "heldout_lpd"} <= set(
         trace.columns)
     assert (trace["experiment"] == experiment).all() and (trace["method"] == method).all()
-    # finite everywhere: the mixture's histograms are dequantised (planning.datasets.images), so no
+    # finite everywhere: the mixture's histograms are dequantised
+    # (advi_repro.planning.datasets.images), so no
     # component can collapse onto the exact zeros of many images (robust ADVI did: +inf)
     assert (np.isfinite(trace["heldout_lpd"])).all()
     if experiment not in ("gmm", "gmm_minibatch"):  # discrete data, or the regression's noise

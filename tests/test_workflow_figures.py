@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from planning.paths import REPO_ROOT
-from runners.posterior import PosteriorMean
+from advi_repro.planning.paths import REPO_ROOT
+from advi_repro.runners.posterior import PosteriorMean
 
 SCRIPT = REPO_ROOT / "scripts" / "plot_factors.py"
 ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
@@ -52,8 +52,8 @@ def test_the_script_draws_a_posterior_mean_file_to_png_and_pdf(tmp_path):
 
 import pandas as pd  # noqa: E402
 
-from analysis.figures import fill_title, split_off_axis, time_ticks  # noqa: E402
-from analysis.summary import final_rows, mean_curves  # noqa: E402
+from advi_repro.analysis.figures import fill_title, split_off_axis, time_ticks  # noqa: E402
+from advi_repro.analysis.summary import final_rows, mean_curves  # noqa: E402
 
 plot_accuracy = pytest.importorskip("plot_accuracy")
 
@@ -231,7 +231,7 @@ def test_sparsity_is_the_share_of_a_factor_in_its_brightest_pixels():
 def test_the_map_of_a_factorisation_raises_its_log_joint(tmp_path):
     import map_factors
 
-    import models
+    from advi_repro import models
 
     rng = np.random.default_rng(0)
     np.save(tmp_path / "frames.npy", rng.poisson(50.0, (12, 560)).astype(np.uint8))

@@ -7,7 +7,7 @@ import subprocess
 import pandas as pd
 import pytest
 
-from planning.paths import REPO_ROOT
+from advi_repro.planning.paths import REPO_ROOT
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
 RUNS = "results/runs/smoke/linreg_ard/advi_M1"

@@ -1,7 +1,7 @@
 """Files derived from the upstream originals, byte for byte as a data mirror holds them.
 
 Each function reads the originals from a folder and returns ``{file name: contents}``; the
-caller (``planning.datasets.fetch``) checks the sha256 of each and writes it.
+caller (``advi_repro.planning.datasets.fetch``) checks the sha256 of each and writes it.
 """
 
 from __future__ import annotations

@@ -2,14 +2,15 @@
 
 ``fetch(name, dest_dir)`` writes the files of data set ``name`` into ``dest_dir/name/``:
 copied from ``mirror_dir/name/`` when the mirror has them, else downloaded from upstream
-(pinned URLs) and, for derived files, made from the originals (``planning.datasets.derive``). Every
+(pinned URLs) and, for derived files, made from the originals
+(``advi_repro.planning.datasets.derive``). Every
 file is checked against the sha256 in ``CHECKSUMS`` and written atomically (a temporary
 file, then ``os.replace``), so a file at its final path is always a checked one.
 
 Sources: election88 from the Stan example models (Gelman & Hill's ARM, chapter 14, at a
 pinned commit of ``stan-dev/example-models``); the Frey faces from Sam Roweis's data page
 (``frey_rawface.mat``) or a pinned copy of it on GitHub. The checksums are of those files
-and of the files derived from them (``planning.datasets.derive``).
+and of the files derived from them (``advi_repro.planning.datasets.derive``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from planning.datasets import derive
+from advi_repro.planning.datasets import derive
 
 CHECKSUMS: dict[str, dict[str, str]] = {
     "election88": {
@@ -91,7 +92,7 @@ def fetch(
 
     Files already there with the right sha256 are kept. Missing ones are copied from
     ``mirror_dir/name/``; those the mirror lacks are downloaded (originals) or derived from
-    the downloaded originals (``planning.datasets.derive``).
+    the downloaded originals (``advi_repro.planning.datasets.derive``).
 
     Args:
         name: one of ``FILES`` ("election88", "frey_faces").

@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from planning.datasets import images, procedural
+from advi_repro.planning.datasets import images, procedural
 
 NOISE_PRECISION = 1.0
 """tau of the simulated regression: the noise of y_n has standard deviation 1."""
@@ -32,7 +32,7 @@ def linreg_ard(
 
     x_nd ~ N(0, 1) iid; w_d ~ N(0, 1) for the first D // 2 regressors and w_d = 0 for the
     others; y_n = w^T x_n + e_n with e_n ~ N(0, 1 / NOISE_PRECISION). Save with
-    ``numpy.savez(path, **arrays)`` for ``models.linreg_ard.load``.
+    ``numpy.savez(path, **arrays)`` for ``advi_repro.models.linreg_ard.load``.
 
     Args:
         seed: numpy Generator seed.
@@ -122,14 +122,18 @@ def image_standin(
 ) -> Path:
     """The imageCLEF stand-in from procedural images, through the real-image feature path.
 
-    ``planning.datasets.procedural.image_batches(seed, num_train + num_heldout)`` generates the
+    ``advi_repro.planning.datasets.procedural.image_batches(seed, num_train + num_heldout)``
+    generates the
     images (colour fields, gradients and blobs from per-image palettes, shading, texture,
     noise; a share near-grey, a share saturated; sizes per batch), in memory only: none is
-    written as an image file. Each batch goes through ``planning.datasets.images.batch_histograms``,
+    written as an image file. Each batch goes through
+    ``advi_repro.planning.datasets.images.batch_histograms``,
     the function that gives a real image (``data.image_dir``) its 576 R, G, B histogram
-    bins, dequantised as real images' are (``planning.datasets.images.dequantisation_rng(seed)``),
+    bins, dequantised as real images' are
+    (``advi_repro.planning.datasets.images.dequantisation_rng(seed)``),
     and the rows are standardised with the mean and sd of the training rows as real
-    images' are (``planning.datasets.images.standardise``'s rule, by streamed sums). Row i
+    images' are (``advi_repro.planning.datasets.images.standardise``'s rule, by streamed sums). Row
+    i
     is image i.
 
     Args:
@@ -159,7 +163,8 @@ def write_standardised(blocks: Iterable[np.ndarray], out_path: str | os.PathLike
     Two passes over the file, so memory stays at a block or two: the blocks are written as
     they come while the sums of the first ``num_train`` rows accumulate (float64), then every
     row becomes ``(x - mean) / sd`` with the training rows' mean and sd (a dimension constant
-    over them is only centred, as ``planning.datasets.images.standardise`` does). The file
+    over them is only centred, as ``advi_repro.planning.datasets.images.standardise`` does). The
+    file
     appears at ``out_path`` only when complete.
 
     Args:
