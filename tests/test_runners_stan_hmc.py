@@ -86,8 +86,11 @@ def test_warmup_from_a_far_start_accepts_and_adapts_a_step_size_like_stans():
     # the step size never collapses: Stan's L stayed under 5,000 on E1 (step sizes >= 0.0013
     # after the heuristic's); NumPyro's kernel as it was made 70,000 to 900,000 steps per
     # transition from the third on (step sizes 1e-5), E1 6,400 to 1.5 million, never accepted
+    # (the largest here: 27,459 at transition 8 with XLA's default compilation on JAX 0.10
+    # and 0.12, 4,800-8,600 after transition 10; the bound sits below the collapse's 70,000)
     steps = np.array([float(s.num_steps) for s in states[1:]])
-    assert steps.max() < 20_000
+    assert steps.max() < 50_000
+    assert np.median(steps[10:]) < 10_000
     final = states[-1]
     assert float(jnp.max(jnp.abs(final.z["w"] - W_TRUE))) < 0.05  # in the posterior's bulk
     # unit metric, 2 pi trajectories at acceptance 0.8: about the smallest sd (0.003), as
