@@ -2,7 +2,9 @@
 #   snakemake --cores all                       (paper scale)
 #   snakemake --cores all --config scale=smoke  (minutes)
 #   snakemake --report results/report.html      (after either, with the same --config)
-# What runs is composed from the Hydra config in conf/ (planning/workflow.py).
+# What runs is composed from the Hydra config in the conf/ beside this file
+# (planning/workflow.py); a run is redone when its settings change (docs/workflow.md,
+# "Interrupting, resuming, rerunning").
 #
 # `snakemake --lint` asks for a conda environment per rule; that is its one lint, and it is
 # left on purpose: every rule imports this repository's own packages (runners, models,

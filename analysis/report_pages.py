@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from advi_repro.analysis.figures import data_sizes
-from advi_repro.analysis.runinfo import describe_resources
+from advi_repro.analysis.runinfo import describe_resources, other_code
 from advi_repro.analysis.summary import run_ending
 
 # What each scale's runs are for: the report says so above every table.
@@ -73,12 +73,16 @@ def draws_setting(info: Mapping[str, Any]) -> str:
             f"every {method['checkpoint_every']:,} transitions")
 
 
-def runs_table(infos: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def runs_table(infos: Sequence[Mapping[str, Any]],
+               checkout: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """One row per experiment and method (in the order given): its seeds, scale, budget,
     data sizes, scoring, how the run of its first seed ended and what it ran on (device,
     cores, CPU ids, CPU model, fits beside it:
     :func:`advi_repro.analysis.runinfo.describe_resources`)
-    and its final heldout_lpd (mean over seeds), all from the runs' ``info.json``."""
+    and its final heldout_lpd (mean over seeds), all from the runs' ``info.json``; given the
+    ``checkout``'s code version (:func:`advi_repro.planning.rerun.code_version`), a column
+    ``code``: ``this checkout's``, or how the code of its runs differs
+    (:func:`advi_repro.analysis.runinfo.other_code`)."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for info in infos:
         groups.setdefault((info["experiment"], info["method"]), []).append(info)
@@ -96,9 +100,22 @@ def runs_table(infos: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
             "scoring": draws_setting(first),
             "ended (first seed)": run_ending(first),
             "ran on (first seed)": describe_resources(first),
+            **({} if checkout is None else {"code": _code_cell(runs, checkout)}),
             "final_heldout_lpd": sum(finals) / len(finals) if finals else float("nan"),
         })
     return pd.DataFrame(rows)
+
+
+def _code_cell(runs: Sequence[Mapping[str, Any]], checkout: Mapping[str, Any]) -> str:
+    """``this checkout's``, or each distinct difference with the seeds it holds for."""
+    seeds: dict[str, list[str]] = {}
+    for info in sorted(runs, key=lambda info: info["seed"]):
+        text = other_code(info, checkout) or "this checkout's"
+        seeds.setdefault(text, []).append(str(info["seed"]))
+    if len(seeds) == 1:
+        return next(iter(seeds))
+    return "; ".join(f"seed{'s' if len(s) > 1 else ''} {', '.join(s)}: {text}"
+                     for text, s in seeds.items())
 
 
 def data_lines(infos: Sequence[Mapping[str, Any]]) -> list[str]:

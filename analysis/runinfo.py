@@ -1,5 +1,5 @@
 """What the report reads from runs' ``info.json``: what each run's seconds were measured
-on, and an experiment's model and data.
+on, the code that made it, and an experiment's model and data.
 
 Seconds are comparable between runs only when they ran on the same kind of device with the
 same number of cores of the same CPU model; the report shows each run's set-up and the
@@ -71,3 +71,78 @@ def experiment_facts(infos: Sequence[Mapping[str, Any]]) -> tuple[str, bool, str
     else:
         origin = f"{data.get('source', '')} {data.get('name', '')}".strip()
     return model, minibatched, origin
+
+
+def run_code(info: Mapping[str, Any]) -> dict[str, Any]:
+    """The code version a run recorded (``environment``: ``git_commit``, ``git_dirty`` and
+    ``packages["advi-repro"]``), in the form of
+    :func:`advi_repro.planning.rerun.code_version`; None where not recorded."""
+    environment = info.get("environment") or {}
+    return {"git_commit": environment.get("git_commit"),
+            "git_dirty": environment.get("git_dirty"),
+            "version": (environment.get("packages") or {}).get("advi-repro")}
+
+
+def describe_code(code: Mapping[str, Any]) -> str:
+    """``<commit, 12 digits>``, plus `` with uncommitted changes`` when the tree was dirty;
+    ``an unknown commit (advi-repro <version>)`` outside a git checkout."""
+    commit = code.get("git_commit")
+    if commit is None:
+        return f"an unknown commit (advi-repro {code.get('version') or 'unknown'})"
+    return commit[:12] + (" with uncommitted changes" if code.get("git_dirty") else "")
+
+
+def same_code(info: Mapping[str, Any], checkout: Mapping[str, Any]) -> bool | None:
+    """Whether a run was made by ``checkout``'s code (the code the workflow runs now,
+    :func:`advi_repro.planning.rerun.code_version`): True for the same commit without
+    uncommitted changes on either side (outside git checkouts: the same package version),
+    False for another commit, None where uncommitted changes leave it open."""
+    run = run_code(info)
+    commit = checkout.get("git_commit")
+    if run["git_commit"] is None and commit is None:
+        return run["version"] == checkout.get("version")
+    if run["git_commit"] != commit:
+        return False
+    if run["git_dirty"] or checkout.get("git_dirty"):
+        return None
+    return True
+
+
+def other_code(info: Mapping[str, Any], checkout: Mapping[str, Any]) -> str | None:
+    """How the code that made a run differs from ``checkout``'s (:func:`same_code`), e.g.
+    ``made by code at 1a2b3c4d5e6f, not this checkout's 6f5e4d3c2b1a``; None where it is
+    the same."""
+    same, run = same_code(info, checkout), run_code(info)
+    if same is None:
+        trees = [tree for tree, dirty in (("the run's", run["git_dirty"]),
+                                          ("this checkout's", checkout.get("git_dirty")))
+                 if dirty]
+        return (f"made at this checkout's commit {run['git_commit'][:12]}; uncommitted "
+                f"changes in {' and '.join(trees)} tree: cannot tell whether the code was "
+                "the same")
+    if same:
+        return None
+    return f"made by code at {describe_code(run)}, not this checkout's {describe_code(checkout)}"
+
+
+def code_note(infos: Sequence[Mapping[str, Any]], checkout: Mapping[str, Any]) -> str | None:
+    """A paragraph (HTML) for the page of the runs: which runs were made by code other than
+    ``checkout``'s (:func:`same_code` False) and how to redo them, and how many cannot be
+    told apart for uncommitted changes; None when all were made by the checkout's code."""
+    others = [info for info in infos if same_code(info, checkout) is False]
+    unsure = sum(same_code(info, checkout) is None for info in infos)
+    lines = []
+    if others:
+        runs = ", ".join(f"{info['experiment']} {info['method']} seed {info['seed']}"
+                         for info in others)
+        lines.append(
+            f"<b>{len(others)} of {len(infos)} runs were made by code other than this "
+            f"checkout's</b> ({describe_code(checkout)}; column <i>code</i>): {runs}. "
+            "Snakemake does not redo runs when the code changes; to redo them, run the "
+            "workflow's command again with <code>--forcerun fit</code> (every run), or with "
+            "<code>--forcerun</code> and the runs' trace.csv files (docs/workflow.md).")
+    if unsure:
+        lines.append(f"{unsure} of {len(infos)} runs were made, or this page was made, from a "
+                     "checkout with uncommitted changes: whether their code was this "
+                     "checkout's cannot be told (column <i>code</i>).")
+    return " ".join(lines) or None

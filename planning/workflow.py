@@ -21,10 +21,12 @@ from typing import Any, NamedTuple
 
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig, OmegaConf
 
 from advi_repro.planning.config import Config, register, to_run
 from advi_repro.planning.data import data_path, heldout_rows
 from advi_repro.planning.paths import CONF_DIR
+from advi_repro.planning.rerun import config_sha256
 
 
 class DataJob(NamedTuple):
@@ -44,7 +46,9 @@ class DataJob(NamedTuple):
 
 class RunJob(NamedTuple):
     """One run of ``scripts/fit.py``: its overrides, the files it reads and writes, the CPUs
-    it uses (``cores``) and its wall-clock budget (``budget_s``, seconds)."""
+    it uses (``cores``), its wall-clock budget (``budget_s``, seconds) and the hash of the
+    settings that can change its result (``config_sha256``:
+    :func:`advi_repro.planning.rerun.config_sha256`), which the fit rule compares."""
 
     scale: str
     experiment: str
@@ -55,6 +59,7 @@ class RunJob(NamedTuple):
     trace: str
     cores: int = 1
     budget_s: float = float("inf")
+    config_sha256: str = ""
 
     @property
     def info(self) -> str:
@@ -266,6 +271,13 @@ def _factors_plan(first: Config, runs: dict[str, RunJob], labels: dict[str, str]
     )
 
 
+def seed_config(cfg: DictConfig, seed: int) -> dict[str, Any]:
+    """The resolved config of ``cfg``'s run with ``seed`` (as ``seed=<k>`` on the command
+    line gives it): what ``fit.py`` composes and ``info.json`` records under ``config``."""
+    seeded = OmegaConf.merge(cfg, {"seed": seed})
+    return OmegaConf.to_container(seeded, resolve=True)
+
+
 def _experiment_plan(
     experiment: str, *, scale: str, seeds: Sequence[int], overrides: Sequence[str]
 ) -> tuple[ExperimentPlan, list[DataJob], str]:
@@ -283,7 +295,8 @@ def _experiment_plan(
             method_lists = [one for method in listed for one in expand_sweeps(method)]
         for method in method_lists:
             choice = [*base, *method, *extra]
-            run = to_run(compose("config", choice))
+            cfg = compose("config", choice)
+            run = to_run(cfg)
             first = first or run
             data.append(_data_job(run))
             labels[run.method.run_name()] = run.method.label()
@@ -300,6 +313,7 @@ def _experiment_plan(
                     trace=str(out / "trace.csv"),
                     cores=run.cores,
                     budget_s=run.budget_s,
+                    config_sha256=config_sha256(seed_config(cfg, seed)),
                 )
     if first is None:
         raise ValueError(f"experiment {experiment} has no runs")
@@ -317,7 +331,8 @@ def _experiment_plan(
 
 
 def plan_workflow(
-    *, experiments: Sequence[str], scale: str, seeds: Sequence[int], overrides: Sequence[str]
+    *, experiments: Sequence[str], scale: str, seeds: Sequence[int], overrides: Sequence[str],
+    conf_dir: str | Path = CONF_DIR,
 ) -> Plan:
     """Composes the config of every run the workflow must make.
 
@@ -327,6 +342,8 @@ def plan_workflow(
         seeds: run seeds (each run of each method once per seed).
         overrides: Hydra overrides applied to every run, after the experiment's method
             overrides; sweeps expand to several runs.
+        conf_dir: the Hydra config (the workflow passes the ``conf/`` beside its Snakefile,
+            which its ``scripts/fit.py`` composes too).
 
     Raises:
         ValueError: two runs would write the same folder, runs disagree on results_dir, or a
@@ -334,7 +351,7 @@ def plan_workflow(
     """
     register()
     plans, data, results_dirs = [], {}, set()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
         for experiment in experiments:
             plan, data_jobs, results_dir = _experiment_plan(
                 experiment, scale=scale, seeds=seeds, overrides=overrides

@@ -9,6 +9,7 @@ from snakemake.utils import validate
 
 from advi_repro.planning.paths import fetched_data_dir, imageclef_data_dir, run_dir, simulated_data_dir
 from advi_repro.planning.estimate import plan_report
+from advi_repro.planning.rerun import code_version
 from advi_repro.planning.workflow import plan_workflow
 
 
@@ -19,7 +20,11 @@ PLAN = plan_workflow(
     scale=config["scale"],
     seeds=[int(seed) for seed in config["seeds"]],
     overrides=config["overrides"],
+    conf_dir=Path(workflow.basedir) / "conf",  # the conf/ beside the Snakefile, as fit.py's
 )
+# The code runs are made by now (git commit, uncommitted changes, package version): the page
+# of the runs marks runs whose info.json records other code.
+CHECKOUT = code_version()
 RESULTS = PLAN.results_dir
 EXPERIMENTS = {experiment.name: experiment for experiment in PLAN.experiments}
 FIGURES = {experiment.figure: experiment for experiment in PLAN.experiments}
@@ -88,9 +93,23 @@ def fit_threads(wildcards):
     return run_job(wildcards).cores
 
 
-def fit_overrides(wildcards):
-    """The run's Hydra overrides, quoted for the shell."""
+def fit_overrides(wildcards, output):
+    """The run's Hydra overrides, quoted for the shell. Takes `output` so that Snakemake
+    counts it as derived and does not compare it: `fit_config` is what is compared."""
     return " ".join(shlex.quote(o) for o in run_job(wildcards).overrides)
+
+
+def fit_script(wildcards, output):
+    """scripts/fit.py beside the Snakefile; derived, as `fit_overrides`, so that moving the
+    checkout redoes no run."""
+    return f"{workflow.basedir}/scripts/fit.py"
+
+
+def fit_config(wildcards):
+    """The hash of the run's settings that can change its result (planning/rerun.py): a
+    parameter Snakemake records with the run and compares, so a run is redone when a conf/
+    YAML file or an override changes its result, and only then."""
+    return run_job(wildcards).config_sha256
 
 
 def experiment_of(wildcards):

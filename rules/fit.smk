@@ -16,8 +16,11 @@ rule fit:
         info=f"{RUN_DIR}/info.json",
     log:
         f"{RESULTS}/logs/fit/{{scale}}/{{experiment}}/{{method}}/seed{{seed}}.log",
+    # Snakemake redoes a fit when `config` changes (the hash of its result's settings,
+    # planning/rerun.py), not when the text of its overrides or the checkout's path does.
     params:
-        script=f"{workflow.basedir}/scripts/fit.py",
+        config=fit_config,
+        script=fit_script,
         overrides=fit_overrides,
     threads: fit_threads
     # what a cluster job asks for (rules/resources.smk, profiles/slurm)

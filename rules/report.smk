@@ -103,5 +103,8 @@ rule runs_page:
         report(RUNS_PAGE, caption="../report/runs.rst", category="Runs of this report"),
     log:
         f"{RESULTS}/logs/runs_page.log",
+    # the checkout's code, compared with each run's: a new commit redoes this page alone
+    params:
+        checkout=CHECKOUT,
     script:
         "../scripts/runs_page.py"

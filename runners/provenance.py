@@ -5,15 +5,15 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
-import subprocess
 import sys
 from typing import Any
 
 import jax
 
-from advi_repro.planning.paths import REPO_ROOT
+from advi_repro.planning.rerun import DISTRIBUTION, code_version
 
-PACKAGES = ("jax", "jaxlib", "numpyro", "optax", "numpy", "scipy", "hydra-core", "omegaconf")
+PACKAGES = (DISTRIBUTION, "jax", "jaxlib", "numpyro", "optax", "numpy", "scipy", "hydra-core",
+            "omegaconf")
 
 
 def _version(package: str) -> str | None:
@@ -23,20 +23,13 @@ def _version(package: str) -> str | None:
         return None
 
 
-def _git(*args: str) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                             timeout=10, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip()
-
-
 def environment() -> dict[str, Any]:
-    """Python and package versions, the JAX device, CPU count, ``XLA_FLAGS`` and the git
-    commit."""
+    """Python and package versions (``advi-repro``, this package, first), the JAX device,
+    CPU count, ``XLA_FLAGS``, and the code's git commit and whether its tree had
+    uncommitted changes (both None outside a git checkout:
+    :func:`advi_repro.planning.rerun.code_version`)."""
     device = jax.devices()[0]
-    status = _git("status", "--porcelain")
+    code = code_version()
     return {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -48,6 +41,6 @@ def environment() -> dict[str, Any]:
         },
         "cpu_count": os.cpu_count(),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
-        "git_commit": _git("rev-parse", "HEAD"),
-        "git_dirty": None if status is None else bool(status),
+        "git_commit": code["git_commit"],
+        "git_dirty": code["git_dirty"],
     }

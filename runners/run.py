@@ -16,6 +16,7 @@ from advi_repro.planning.config import Config
 from advi_repro.planning.data import describe_data, load_problem, prepare_data
 from advi_repro.planning.files import partial_path, staged_dir, write_json
 from advi_repro.planning.methods import AdviConfig
+from advi_repro.planning.rerun import config_sha256
 from advi_repro.runners.advi_runner import run_advi
 from advi_repro.runners.cpus import cpu_share
 from advi_repro.runners.interrupt import Interrupted, StopRequest, stop_on_signals
@@ -89,7 +90,8 @@ def _execute(run: Config, resolved_config: dict[str, Any],
     about = {"model_args": dict(run.experiment.model_args),
              "data": {"path": str(path), "image_dir": run.data.image_dir,
                       "description": describe_data(run), **problem.meta},
-             "config": resolved_config, "environment": environment(),
+             "config": resolved_config, "config_sha256": config_sha256(resolved_config),
+             "environment": environment(),
              "resources": resources()}
     with stop_on_signals() as stop, staged_dir(out) as work:
         trace = TraceWriter(work / "trace.csv", identity=identity)

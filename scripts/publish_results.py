@@ -51,7 +51,7 @@ def read_infos(results: Path) -> list[dict[str, Any]]:
 
 
 def _when(timestamp: float) -> str:
-    return dt.datetime.fromtimestamp(timestamp, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def load_line(infos: Sequence[Mapping[str, Any]], load_log: Path | None) -> str:

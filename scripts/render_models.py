@@ -85,8 +85,8 @@ def model_sources(module: types.ModuleType) -> list[tuple[str, str]]:
         elif inspect.isfunction(obj) or inspect.isclass(obj):
             found.setdefault(f"{obj.__module__}.{obj.__qualname__}", obj)
     helpers = [(qualified, obj) for qualified, obj in found.items()
-               if obj.__module__.startswith("models.") and obj.__module__ not in PLUMBING
-               and obj is not model]
+               if obj.__module__.startswith(f"{models.__name__}.")
+               and obj.__module__ not in PLUMBING and obj is not model]
     return [(f"{module.__name__}.model", inspect.getsource(model))] + [
         (qualified, inspect.getsource(obj)) for qualified, obj in helpers
     ]

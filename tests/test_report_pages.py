@@ -51,3 +51,15 @@ def test_a_page_escapes_its_table_and_formats_numbers():
     assert "&lt;script&gt;" in page and "<script>" not in page
     assert '<td class="num">-20</td>' in page
     assert "width: 100%" in page  # the table spans the report's main panel
+
+
+def test_given_the_checkout_the_runs_table_says_which_code_made_each_row():
+    checkout = {"git_commit": "a" * 40, "git_dirty": False, "version": "0.1.0"}
+    ours = {"environment": {"git_commit": "a" * 40, "git_dirty": False}}
+    theirs = {"environment": {"git_commit": "b" * 40, "git_dirty": False}}
+    assert "code" not in runs_table([info()]).columns  # without a checkout: no column
+    table = runs_table([info(**ours), info(seed=1, **theirs), info("nuts", **ours)], checkout)
+    advi, nuts = table["code"]
+    assert advi == (f"seed 0: this checkout's; seed 1: made by code at {'b' * 12}, not this "
+                    f"checkout's {'a' * 12}")
+    assert nuts == "this checkout's"

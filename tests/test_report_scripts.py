@@ -44,9 +44,10 @@ def test_every_model_page_shows_its_source_and_description(name):
 
 def test_the_factorisations_show_their_shared_likelihood_and_ordered_prior():
     sources = dict(render_models.model_sources(models.get("gamma_poisson_nmf")))
-    assert "numpyro.factor" in sources["models._poisson_factorisation.observe"]
-    assert "class OrderedGamma" in sources["models.gamma_poisson_nmf.OrderedGamma"]
-    assert not any(name.startswith(("models._checks", "models._plate")) for name in sources)
+    assert "numpyro.factor" in sources["advi_repro.models._poisson_factorisation.observe"]
+    assert "class OrderedGamma" in sources["advi_repro.models.gamma_poisson_nmf.OrderedGamma"]
+    plumbing = ("advi_repro.models._checks", "advi_repro.models._plate")
+    assert not any(name.startswith(plumbing) for name in sources)
 
 
 @pytest.mark.skipif(not GRAPHVIZ, reason="needs the graphviz package and Graphviz's dot")
