@@ -148,8 +148,9 @@ def _has_affinity() -> bool:
 def cpu_share(cores: int, results_dir: str | os.PathLike, *,
               environ: dict[str, str] | None = None,
               set_affinity: Callable[[int, set[int]], None] | None = None) -> Iterator[CpuShare]:
-    """Takes and pins this process's share of CPUs for the duration of the block; call it
-    before the process's first JAX computation (XLA sizes its thread pool then).
+    """Takes and pins this process's share of CPUs for the duration of the block, and gives
+    the process its CPUs back after it; call it before the process's first JAX computation
+    (XLA sizes its thread pool then).
 
     Args:
         cores: CPUs the fit uses (``cores`` of the run's config).
@@ -185,5 +186,8 @@ def cpu_share(cores: int, results_dir: str | os.PathLike, *,
     try:
         yield share
     finally:
+        # the process gets its CPUs back: a caller that runs on (a test's worker, a script
+        # running several fits) and its children are not left pinned to this share
+        set_affinity(0, usable)
         with _locked_slots(slots) as held:
             held.pop(me, None)

@@ -84,7 +84,7 @@ def test_the_fit_log_shows_compilation_and_each_checkpoint_without_library_chatt
     assert len(checkpoints) == json.loads(before["info.json"])["checkpoints"]
     assert not [line for line in lines if "preview" in line or " jax" in line], output
     assert not [line for line in lines if "INFO" in line and not re.search(
-        r" (runners\.\w+|advi|fit) INFO ", line)], output
+        r" (advi_repro\.runners\.\w+|advi|fit) INFO ", line)], output
 
 
 def test_the_interrupted_rerun_stops_at_its_next_checkpoint_and_is_kept_as_partial(interrupted):

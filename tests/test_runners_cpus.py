@@ -37,11 +37,20 @@ def test_fits_side_by_side_get_disjoint_cpus_and_see_each_other(tmp_path):
         with cpu_share(1, tmp_path, environ={}, set_affinity=pin) as second:
             assert set(first.cpu_ids).isdisjoint(second.cpu_ids)
             assert second.beside == 1 and second.pinned_by == "slot"
-    assert pinned == [list(first.cpu_ids), list(second.cpu_ids)]
+    # each share pins, then gives back the CPUs the process had when it began
+    assert pinned == [list(first.cpu_ids), list(second.cpu_ids), USABLE, USABLE]
     assert json.loads((tmp_path / SLOTS_DIR / f"{first.host}.json").read_text()) == {}
     record = first.recount(tmp_path)
     assert record["cores"] == 1 and record["cpu_model"] == cpu_model() != ""
     assert record["max_load"] >= 0  # the host's load average, the most seen
+
+
+@needs_two
+def test_the_process_gets_its_cpus_back_after_its_share(tmp_path):
+    before = os.sched_getaffinity(0)
+    with cpu_share(1, tmp_path, environ={}) as share:
+        assert os.sched_getaffinity(0) == set(share.cpu_ids) != before
+    assert os.sched_getaffinity(0) == before  # a worker that runs on is not left pinned
 
 
 @needs_two
