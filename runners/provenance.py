@@ -12,8 +12,8 @@ import jax
 
 from advi_repro.planning.rerun import DISTRIBUTION, code_version
 
-PACKAGES = (DISTRIBUTION, "jax", "jaxlib", "numpyro", "optax", "numpy", "scipy", "hydra-core",
-            "omegaconf")
+PACKAGES = (DISTRIBUTION, "jax", "jaxlib", "numpyro", "optax", "numpy", "scipy", "arviz",
+            "hydra-core", "omegaconf")
 
 
 def _version(package: str) -> str | None:

@@ -98,7 +98,17 @@ def provenance(infos: Sequence[Mapping[str, Any]], command: str, results: Path) 
         f"**{(finished - started) / 3600:.2f} hours** from the first fit's start to the last "
         "file",
         "- **Packages**: " + ", ".join(f"{k} {v}" for k, v in env["packages"].items() if v),
+        lock_line(env["python"]),
     ]
+
+
+def lock_line(python: str) -> str:
+    """The provenance line naming the lock file of the run's Python (``locks/py3.X.txt``)."""
+    minor = ".".join(python.split(".")[:2])
+    lock = f"locks/py{minor}.txt"
+    return (f"- **Lock file**: `{lock}` (the run's Python was {python}): "
+            f"`pip install -r {lock} && pip install --no-deps -e .` installs every package "
+            "pinned")
 
 
 def differences(infos: Sequence[Mapping[str, Any]], default_seeds: Sequence[int]) -> list[str]:

@@ -109,7 +109,7 @@ def test_fit_fails_before_running_anything_with_a_message_naming_the_value(tmp_p
     result = subprocess.run(
         [sys.executable, str(REPO_ROOT / "scripts" / "fit.py"), "method.grad_samples=0"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},  # the repo's packages, installed or not
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},  # advi_repro: installed
     )
     assert result.returncode != 0
     assert "AdviConfig.grad_samples = 0: must be an integer >= 1" in result.stderr

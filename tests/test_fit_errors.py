@@ -8,7 +8,7 @@ import pytest
 
 from advi_repro.planning.paths import REPO_ROOT
 
-ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
+ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # advi_repro: installed
 
 
 def fit(tmp_path, *overrides, **env):

@@ -14,7 +14,7 @@ import pytest
 
 from advi_repro.planning.paths import REPO_ROOT, run_dir
 
-ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
+ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # advi_repro: installed
 # E1 at smoke scale with ADVI: finished in seconds; LONG makes a rerun run for minutes.
 QUICK = ["experiment=linreg_ard", "method=advi", "scale=smoke"]
 LONG = ["method.tol_rel_obj=1e-9", "method.max_iter=10000000", "budget_s=600"]

@@ -3,6 +3,7 @@
 import base64
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -41,7 +42,7 @@ FACTORS = {"gamma_poisson_nmf": "fig5c_gamma_poisson_factors",
            "dirichlet_exponential_nmf": "fig5d_dirichlet_exponential_factors"}
 RUNS = [(e, m) for e, (_, methods, _) in EXPERIMENTS.items() for m in methods]
 HEADER_RGB = (0xEE, 0xF1, 0xF5)  # th's background in analysis/report_pages.py
-ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
+ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # advi_repro: installed
 # The tests of the smoke run share one worker under pytest-xdist (the fixture runs once).
 ON_SMOKE_WORKER = pytest.mark.xdist_group("smoke_workflow")
 
@@ -189,6 +190,9 @@ def test_a_run_is_published_from_its_own_files(smoke, tmp_path):
         "environment"]["git_commit"]
     assert f"`{commit}" in text and "hours** from the first fit's start" in text
     assert "Seeds: [0] (the default run: [0, 1, 2])" in text
+    python = ".".join(platform.python_version_tuple()[:2])
+    assert f"- **Lock file**: `locks/py{python}.txt`" in text
+    assert (REPO_ROOT / "locks" / f"py{python}.txt").is_file()
     assert "**Machine load** (1-minute load average on" in text  # from the runs' info.json
     assert (out / "summaries" / "gmm_minibatch.csv").is_file()
 

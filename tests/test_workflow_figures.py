@@ -12,7 +12,7 @@ from advi_repro.planning.paths import REPO_ROOT
 from advi_repro.runners.posterior import PosteriorMean
 
 SCRIPT = REPO_ROOT / "scripts" / "plot_factors.py"
-ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
+ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # advi_repro: installed
 sys.path.insert(0, str(SCRIPT.parent))
 import plot_factors  # noqa: E402
 

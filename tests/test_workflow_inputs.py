@@ -9,7 +9,7 @@ import pytest
 
 from advi_repro.planning.paths import REPO_ROOT
 
-ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
+ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # advi_repro: installed
 RUNS = "results/runs/smoke/linreg_ard/advi_M1"
 TARGETS = ["results/summaries/linreg_ard.csv", "results/figures/fig4a_linreg_ard.png",
            "results/claims.csv"]

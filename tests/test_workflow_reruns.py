@@ -21,7 +21,7 @@ from advi_repro.planning.paths import REPO_ROOT
 from advi_repro.planning.rerun import DISTRIBUTION, config_sha256, result_settings
 from advi_repro.planning.workflow import plan_workflow
 
-ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the repo's packages, installed or not
+ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # advi_repro: installed
 SWEEP = ["method=advi", "method.grad_samples=1,10"]
 RUNS = {m: f"results/runs/smoke/linreg_ard/{m}/seed0" for m in ("advi_M1", "advi_M10")}
 TRACES = [f"{run}/trace.csv" for run in RUNS.values()]
