@@ -29,8 +29,8 @@ ENV_VAR = "ADVI_COMPILATION_CACHE"
 OFF = ("0", "off", "false", "no")
 MIN_COMPILE_SECONDS = 0.05
 """Executables that took less than this to compile are not written (JAX's default is 1 s,
-which would skip most of a small model's functions; with :mod:`advi.xla_options` E1's
-start functions and sampler compile in 0.06-0.13 s)."""
+which would skip most of a small model's functions: a fit's start functions and its
+sampler compile in about 0.1 s)."""
 
 
 def default_cache_dir() -> Path:

@@ -1,11 +1,9 @@
 """The compiled functions of one :func:`advi.fit` configuration, and their reuse.
 
-These functions are compiled per model, data shapes and options, each in a thread of its own
-as soon as it is lowered, so that the lowering of the next (Python) overlaps the XLA
-compilation of those before; with the compile options of :mod:`advi.xla_options`. The
-start's functions are lowered first: :meth:`CompiledADVI.setup` (the Laplace start) needs
-only those, and :func:`advi.fit` runs it in another thread while its own thread lowers and
-compiles the iteration chunk (:meth:`CompiledADVI.finish`):
+Every function is a plain ``jax.jit`` function, compiled ahead of time through JAX's public
+AOT API (``jax.jit(f).lower(*args).compile()``, XLA's default options) on the caller's
+thread, so that :func:`advi.fit` can time the compilation (``compile_s``) apart from the
+fit. :meth:`CompiledADVI.setup` (the initial q and the Laplace start) then runs on the host:
 
 - ``init(rng_key) -> (keys, params, batch_key, seed)``: the key split by purpose, the
   initial parameters and the extra Laplace starts' seed; ``begin(params) -> state``: a
@@ -24,18 +22,16 @@ compiles the iteration chunk (:meth:`CompiledADVI.finish`):
 The target's log density is wrapped in ``jax.jit`` first, so the model is traced once and
 that trace serves the chunk, the Laplace start's gradient and its Hessian. The model's
 arrays travel as an argument (``Target.data``), never as constants. Compiled
-functions are kept in a small in-process cache under the target's ``cache_key`` and the
-options, so a second fit of the same model on data of the same shapes compiles nothing;
-across processes JAX's persistent compilation cache (:func:`advi.enable_compilation_cache`)
-serves the same purpose.
+functions are kept in a small in-process cache under the target's ``cache_key``, the
+options and the default float type, so a second fit of the same model on data of the same
+shapes compiles nothing; across processes JAX's persistent compilation cache
+(:func:`advi.enable_compilation_cache`) serves the same purpose.
 """
 
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 import math
-import threading
 from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
@@ -52,7 +48,6 @@ from .laplace import LogDensityFunctions, log_density_functions
 from .multistart import EXTRA_STARTS, multistart_laplace
 from .step import ADVIState, fresh_state
 from .target import Target
-from .xla_options import compile_options
 
 MINIBATCH_ELBO_BATCH = 5
 """Draws evaluated at a time by the ELBO of a minibatched target (:func:`elbo_estimate`'s
@@ -77,29 +72,6 @@ class StartInfo(NamedTuple):
     note: str | None = None
     warn: bool = False
     scaled: bool = False
-
-
-class StartCancelled(Exception):
-    """Raised in the start's thread when its fit was interrupted (:meth:`CompiledADVI.setup`
-    with a ``cancel`` event that was set): the start stops at its next call of a compiled
-    function instead of running its L-BFGS searches to the end."""
-
-
-def _cancellable(fns: LogDensityFunctions, cancel: threading.Event) -> LogDensityFunctions:
-    """``fns`` whose every call first raises :class:`StartCancelled` once ``cancel`` is set."""
-
-    def checked(fn: Callable | None) -> Callable | None:
-        if fn is None:
-            return None
-
-        def call(*args: Any) -> Any:
-            if cancel.is_set():
-                raise StartCancelled("the fit was interrupted during its start")
-            return fn(*args)
-
-        return call
-
-    return LogDensityFunctions(checked(fns.value_and_grad), checked(fns.precision))
 
 
 class ChunkMoments(NamedTuple):
@@ -175,8 +147,7 @@ class _LazyELBO:
 
     def __call__(self, params: Any, key: Array, salt: Array, data: Any) -> Any:
         if self.compiled is None:
-            lowered = self.jitted.lower(params, key, salt, data)
-            self.compiled = lowered.compile(compile_options(lowered))
+            self.compiled = self.jitted.lower(params, key, salt, data).compile()
         return self.compiled(params, key, salt, data)
 
 
@@ -233,89 +204,56 @@ class _Compiled(NamedTuple):
     elbo: _LazyELBO
 
 
-class _Compilation:
-    """The compilations of one configuration in flight, each in a thread of its own (the
-    longest first among those lowered together, so that each later lowering, Python on the
-    caller's thread, overlaps the XLA compilation of those before it). Constructing one
-    lowers the start's functions (the initial q; with the Laplace start, the log density's
-    value and gradient and its Hessian); :meth:`loop` lowers the chunk (and Stan's ELBO) and
-    waits for everything. The model is traced once for all of them (its log density is
-    wrapped in ``jax.jit``), and none of them keeps the data."""
+def _aot(jitted: Any, *args: Any) -> Callable:
+    """``jitted`` compiled for arguments like ``args`` (arrays or ``jax.ShapeDtypeStruct``),
+    with XLA's default options: ``jitted.lower(*args).compile()``."""
+    return jitted.lower(*args).compile()
 
-    def __init__(self, target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> None:
-        self.data, self.o, self.dtype = target.data, o, dtype
-        target = target._replace(data=None, log_density_fn=jax.jit(target.log_density_fn))
-        self.target, self.optimizer = target, optimizer
-        self.pool = concurrent.futures.ThreadPoolExecutor(6, thread_name_prefix="advi-compile")
-        initialise = jax.jit(_make_init(target, o.family, o.init))
-        begin = jax.jit(_make_begin(optimizer))
-        self.key = jax.random.PRNGKey(0)
-        _, self.params, batch_key, _ = jax.eval_shape(initialise, self.key)
-        self.laplace = _laplace_functions(target) if o.laplace else None
-        self.futures: dict[str, concurrent.futures.Future] = {}
-        try:
-            if self.laplace is not None:  # the longest first
-                keyed = (batch_key, self.data)
-                if self.laplace.precision is not None:
-                    self._submit("precision",
-                                 self.laplace.precision.lower(self.params.mu, keyed), "bounded")
-                self._submit("value_and_grad",
-                             self.laplace.value_and_grad.lower(self.params.mu, keyed),
-                             "bounded")
-            self._submit("init", initialise.lower(self.key), "once")
-            self._submit("begin", begin.lower(self.params), "once")
-        except BaseException:  # e.g. the model fails to trace: nothing is left compiling
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            raise
 
-    def _submit(self, name: str, lowered: Any, calls: str = "many") -> None:
-        self.futures[name] = self.pool.submit(
-            lowered.compile, compile_options(lowered, calls=calls, alongside=True))
+def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> _Compiled:
+    """Trace, lower and compile the functions of one configuration, one after the other on
+    the calling thread (in its JAX context): the start's (the initial q; with the Laplace
+    start, the log density's value and gradient and its Hessian), the iteration chunk and,
+    for Stan's loop, the ELBO. The model is traced once for all of them (its log density is
+    wrapped in ``jax.jit``), and none of them keeps the data.
 
-    def start(self) -> tuple[Callable, Callable, LogDensityFunctions | None]:
-        """The start's compiled functions (init, begin, Laplace), once compiled."""
-        done = {name: self.futures[name].result()
-                for name in ("init", "begin", "value_and_grad", "precision")
-                if name in self.futures}
-        laplace = None if self.laplace is None else LogDensityFunctions(
-            done["value_and_grad"], done.get("precision"))
-        return done["init"], done["begin"], laplace
-
-    def loop(self) -> _Compiled:
-        """Lowers the chunk (and, for Stan's loop, the ELBO) on the calling thread, waits for
-        every compilation and returns them all. Interrupted (e.g. by Ctrl-C), it returns at
-        once: compilations not yet begun are cancelled, those running end in the
-        background."""
-        try:
-            o, one = self.o, np.ones((), np.int32)
-            alg = algorithm(self.target, family=o.family, optimizer=self.optimizer,
-                            grad_samples=o.grad_samples, precondition=o.precondition,
-                            init=o.init)
-            state = jax.eval_shape(_make_begin(self.optimizer), self.params)
-            chunk = jax.jit(_make_chunk(alg, o.family, o.moments))
-            self._submit("chunk", chunk.lower(state, np.ones((), self.dtype), self.key, one, one,
-                                              self.data))
-            elbo = _LazyELBO(self.target, o.family, o.elbo_samples)
-            if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
-                self._submit("elbo", elbo.jitted.lower(state.params, self.key, one, self.data))
-            init, begin, laplace = self.start()
-            elbo.compiled = self.futures["elbo"].result() if "elbo" in self.futures else None
-            done = _Compiled(init, begin, laplace, self.futures["chunk"].result(), elbo)
-        except BaseException:
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        self.pool.shutdown(wait=True)
-        return done
+    Raises:
+        whatever tracing the model raises (e.g. a shape error in the model).
+    """
+    data = target.data
+    target = target._replace(data=None, log_density_fn=jax.jit(target.log_density_fn))
+    initialise = jax.jit(_make_init(target, o.family, o.init))
+    key = jax.random.PRNGKey(0)
+    _, params, batch_key, _ = jax.eval_shape(initialise, key)
+    laplace = None
+    if o.laplace:
+        fns, keyed = _laplace_functions(target), (batch_key, data)
+        laplace = LogDensityFunctions(
+            _aot(fns.value_and_grad, params.mu, keyed),
+            None if fns.precision is None else _aot(fns.precision, params.mu, keyed))
+    start = (_aot(initialise, key), _aot(jax.jit(_make_begin(optimizer)), params), laplace)
+    alg = algorithm(target, family=o.family, optimizer=optimizer,
+                    grad_samples=o.grad_samples, precondition=o.precondition, init=o.init)
+    state, one = jax.eval_shape(_make_begin(optimizer), params), np.ones((), np.int32)
+    chunk = _aot(jax.jit(_make_chunk(alg, o.family, o.moments)), state,
+                 np.ones((), dtype), key, one, one, data)
+    elbo = _LazyELBO(target, o.family, o.elbo_samples)
+    if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
+        elbo.compiled = _aot(elbo.jitted, state.params, key, one, data)
+    return _Compiled(*start, chunk, elbo)
 
 
 class CompiledADVI:
     """The compiled setup, chunk and ELBO functions of one target and :class:`CompileSpec`.
 
-    Constructing one lowers the start's functions and starts compiling them; :meth:`setup`
-    needs only those, so it can run in another thread while :meth:`finish` lowers (on the
-    caller's thread, in the caller's JAX context) and compiles the iteration chunk. The
-    start runs on the host with compiled functions and NumPy arrays only: it traces and
-    dispatches nothing, so it reads no thread-local JAX setting."""
+    Constructing one compiles them (:func:`_compile_all`, on the caller's thread and in its
+    JAX context), or takes them from the in-process cache (``cache_hit``). The start
+    (:meth:`setup`) runs on the host with compiled functions and NumPy arrays only: it
+    traces and dispatches nothing.
+
+    Raises:
+        whatever tracing the model raises, on construction.
+    """
 
     def __init__(self, target: Target, options: CompileSpec, optimizer: optax.GradientTransformation
                  ) -> None:
@@ -323,66 +261,45 @@ class CompiledADVI:
         self.family = options.family
         self.elbo_samples = options.elbo_samples
         self.dtype = jnp.result_type(float)
-        self._key = None if target.cache_key is None else (target.cache_key, options, self.dtype)
-        self._done: _Compiled | None = _CACHE.get(self._key) if self._key is not None else None
-        self.cache_hit = self._done is not None
-        if self._done is not None:
-            _CACHE.move_to_end(self._key)
-        self._compilation = (None if self.cache_hit
-                             else _Compilation(target, options, optimizer, self.dtype))
+        key = None if target.cache_key is None else (target.cache_key, options, self.dtype)
+        done = None if key is None else _CACHE.get(key)
+        self.cache_hit = done is not None
+        if done is not None:
+            _CACHE.move_to_end(key)
+        else:
+            done = _compile_all(target, options, optimizer, self.dtype)
+            if key is not None:
+                _CACHE[key] = done
+                while len(_CACHE) > CACHE_SIZE:
+                    _CACHE.popitem(last=False)
+        self._done: _Compiled = done
 
-    def start_functions(self) -> tuple[Callable, Callable, LogDensityFunctions | None]:
-        """The start's compiled functions (initial q, begin, Laplace), waiting for their
-        compilation only."""
-        if self._done is not None:
-            return self._done.init, self._done.begin, self._done.laplace
-        return self._compilation.start()
-
-    def finish(self) -> None:
-        """Lower and compile the iteration chunk (and Stan's ELBO) and wait for every
-        compilation; keeps the functions in the in-process cache. Does nothing the second
-        time, or after a cache hit."""
-        if self._done is not None:
-            return
-        self._done = self._compilation.loop()
-        self._compilation = None
-        if self._key is not None:
-            _CACHE[self._key] = self._done
-            while len(_CACHE) > CACHE_SIZE:
-                _CACHE.popitem(last=False)
-
-    def setup(self, rng_key: Array, extra_starts: int = EXTRA_STARTS,
-              cancel: threading.Event | None = None
+    def setup(self, rng_key: Array, extra_starts: int = EXTRA_STARTS
               ) -> tuple[tuple[Array, ...], ADVIState, StartInfo]:
         """Keys (adapt, run, elbo), the initial state and how it was chosen (with the
         Laplace start, L-BFGS runs here, on the host, from the initial mean and from
-        ``extra_starts`` more inits: :func:`advi.multistart.multistart_laplace`). Waits
-        for the start's functions only: safe to call from another thread while
-        :meth:`finish` runs.
+        ``extra_starts`` more inits: :func:`advi.multistart.multistart_laplace`).
 
-        Raises:
-            StartCancelled: ``cancel`` was set (by the thread that runs the fit, when it
-                was interrupted) before the start ended.
+        Args:
+            rng_key: the fit's PRNG key (a raw ``jax.random.PRNGKey``, shape (2,) uint32).
+            extra_starts: L-BFGS starts besides the one from the initial mean, >= 0.
         """
-        init_fn, begin_fn, laplace_fns = self.start_functions()
-        if laplace_fns is not None and cancel is not None:
-            laplace_fns = _cancellable(laplace_fns, cancel)
-        keys, params, batch_key, seed = init_fn(rng_key)
+        done = self._done
+        keys, params, batch_key, seed = done.init(rng_key)
         info = StartInfo(False, 0, math.nan)
-        if laplace_fns is not None:
-            start, note, warn = multistart_laplace(laplace_fns, self.family, params.mu,
+        if done.laplace is not None:
+            start, note, warn = multistart_laplace(done.laplace, self.family, params.mu,
                                                    (batch_key, self.target.data), int(seed),
                                                    extra_starts)
             info = StartInfo(start.ok, start.steps, start.grad_norm, note, warn,
-                             scaled=start.ok and laplace_fns.precision is not None)
+                             scaled=start.ok and done.laplace.precision is not None)
             if start.ok:
                 params = start.params
-        return keys, begin_fn(params), info
+        return keys, done.begin(params), info
 
     def run(self, state: ADVIState, eta: float, key: Array, salt: int, num_steps: int) -> Any:
         """``num_steps`` iterations at step-size scale ``eta`` (blocks until done); returns
         the state, or ``(state, ChunkMoments)`` when compiled with moments."""
-        self.finish()
         out = self._done.chunk(state, np.asarray(eta, self.dtype), key,
                                np.asarray(salt, np.int32), np.asarray(num_steps, np.int32),
                                self.target.data)
@@ -390,7 +307,6 @@ class CompiledADVI:
 
     def elbo(self, params: Any, key: Array, salt: int) -> tuple[float, np.ndarray]:
         """The ELBO (``-inf`` where non-finite draws exhausted the budget) and log weights."""
-        self.finish()
         value, ok, log_weights = self._done.elbo(params, key, np.asarray(salt, np.int32),
                                                  self.target.data)
         value = float(value)

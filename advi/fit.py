@@ -11,16 +11,13 @@ Both run the compiled functions of :mod:`advi.compiled` in the one main loop of
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import math
-import threading
 import time
 import warnings
 from collections.abc import Callable
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
@@ -151,8 +148,7 @@ def fit(
             stop ("relative_elbo" or "rhat"); precondition (scale mean steps by q's sd);
             fullrank_max_dim (largest K for family="fullrank", default 5,000);
             laplace_starts (L-BFGS starts of the Laplace start, default 5;
-            :mod:`advi.multistart`); overlap_compile (run the start while the iteration
-            chunk compiles, default True).
+            :mod:`advi.multistart`).
 
     Returns:
         :class:`ADVIResult`; ``convergence_reason`` says which rule stopped the run.
@@ -179,16 +175,16 @@ def fit(
     enable_default_cache()
     begun = clock()
     compiled = _compile(target, o, opt)
-    setup, compile_s, start_s = _compile_and_start(compiled, rng_key, o.laplace_starts - 1,
-                                                   clock, begun, o.overlap_compile)
-    (adapt_key, run_key, elbo_key), state0, start_info = setup
-    logger.info("compiled in %.1f s", compile_s)
-    _report_start(o, start_info, start_s)
     start = clock()
+    compile_s = start - begun
+    logger.info("compiled in %.1f s", compile_s)
+    (adapt_key, run_key, elbo_key), state0, start_info = compiled.setup(
+        rng_key, extra_starts=o.laplace_starts - 1)
+    _report_start(o, start_info, clock() - start)
     eta, eta_adapted = o.eta, o.eta is None
     if eta_adapted:
         eta = _adapt_eta(compiled, state0, adapt_key, o.adapt_iter)
-    adapt_s = start_s + clock() - start
+    adapt_s = clock() - start
     result = _run(compiled, state0, float(eta), o, run_key=run_key, elbo_key=elbo_key,
                   burn_in=not start_info.scaled, checkpoint=checkpoint, clock=clock,
                   wall_s=adapt_s, result_fields=dict(
@@ -199,54 +195,9 @@ def fit(
     return checked_fullrank(result, state0.params if start_info.laplace else None)
 
 
-def _compile_and_start(compiled: CompiledADVI, rng_key: Array, extra_starts: int,
-                       clock: Clock, begun: float, overlap: bool) -> tuple[Any, float, float]:
-    """Finish compiling (:meth:`CompiledADVI.finish`) and run the fit's start
-    (:meth:`CompiledADVI.setup`: the initial q, the Laplace start), one after the other or,
-    with ``overlap``, the start in a thread of its own as soon as its functions are
-    compiled while this thread lowers and compiles the iteration chunk. Tracing stays on
-    this thread, in the caller's JAX context; the start calls compiled functions only, on
-    NumPy arrays converted with the caller's x64 setting. On E1 (K = 501) the Laplace
-    start's second of L-BFGS and Hessians then overlaps the chunk's tracing and lowering.
-    Interrupted (Ctrl-C, or an error on this thread), the start stops at its next call of
-    a compiled function (:class:`advi.compiled.StartCancelled`) and this raises at once.
-
-    Returns:
-        (setup's output, compile_s, start_s): the start's seconds run from when its
-        functions were compiled to its end; compile_s is the compiling before that plus
-        any after the start ended, so that the two add up to the time taken (from
-        ``begun``, a reading of ``clock``).
-    """
-    x64 = bool(jax.config.jax_enable_x64)  # this thread's, e.g. inside jax.enable_x64()
-    cancel = threading.Event()
-
-    def timed_setup() -> tuple[Any, float, float]:
-        compiled.start_functions()
-        ready = clock()
-        # the NumPy arrays the start passes to compiled functions get this thread's float
-        # width when they are put on the device
-        with jax.enable_x64(x64):
-            setup = compiled.setup(rng_key, extra_starts=extra_starts, cancel=cancel)
-        return setup, ready, clock()
-
-    if not overlap:
-        compiled.finish()
-        setup, ready, ended = timed_setup()
-        return setup, ready - begun, ended - ready
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="advi-start") as worker:
-        started = worker.submit(timed_setup)
-        try:
-            compiled.finish()
-            compiled_at = clock()
-            setup, ready, ended = started.result()
-        except BaseException:  # e.g. Ctrl-C: the start stops at its next compiled call
-            cancel.set()
-            raise
-    return setup, (ready - begun) + max(0.0, compiled_at - ended), ended - ready
-
-
 def _compile(target: Target, o: Options, opt: Any) -> CompiledADVI:
-    """The fit's compiled functions (start, iterations, ELBO) for options ``o``."""
+    """The fit's compiled functions (start, iterations, ELBO) for options ``o``, compiled
+    now (``jax.jit(...).lower(...).compile()``) unless the in-process cache has them."""
     logger.info("compiling the start, iteration and ELBO functions ...")
     return CompiledADVI(target, CompileSpec(
         family=get_family(o.family), optimizer=o.optimizer, grad_samples=o.grad_samples,

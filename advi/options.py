@@ -75,11 +75,6 @@ class Options:
         laplace_starts: L-BFGS starts of the Laplace start, >= 1: the one from the initial
             mean and laplace_starts - 1 from U(-2, 2), which move the fit to a better mode
             or warn of another mode of comparable mass (:mod:`advi.multistart`).
-        overlap_compile: run the start (the initial q, the Laplace start) in a second thread
-            while the iteration chunk compiles, for less time to a result; its seconds,
-            part of ``wall_s``, then include the compilation's load on the cores. False
-            runs one after the other, for timings that keep compilation apart (the
-            experiments' protocol). The result is the same either way.
 
     Raises:
         ValueError: on construction (and :meth:`replace`), naming the first invalid option,
@@ -105,7 +100,6 @@ class Options:
     precondition: bool = False
     fullrank_max_dim: int = 5000
     laplace_starts: int = 5
-    overlap_compile: bool = True
 
     def __post_init__(self) -> None:
         _check_choice("family", self.family, tuple(FAMILIES))
@@ -130,9 +124,8 @@ class Options:
         get_optimizer(self.optimizer)  # ValueError naming it and the valid names
         _check_choice("start", self.start, STARTS)
         _check_choice("stop", self.stop, STOPS)
-        for name in ("precondition", "overlap_compile"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name}={getattr(self, name)!r} must be True or False")
+        if not isinstance(self.precondition, (bool, np.bool_)):
+            raise ValueError(f"precondition={self.precondition!r} must be True or False")
 
     def replace(self, **overrides: Any) -> Options:
         """A copy with ``overrides`` put over these values, checked as on construction.

@@ -14,7 +14,6 @@ from jax import Array
 from .diagnostics import pareto_khat
 from .families import Family, standard_normal
 from .linear_response import LR_DRAWS, covariance
-from .xla_options import compile_options
 
 
 class Approximation(NamedTuple):
@@ -66,7 +65,7 @@ def _sampler(cache_key: Any, family: Family, constrain_fn: Callable) -> Callable
     if key in _SAMPLERS:
         return _SAMPLERS[key]
 
-    @functools.partial(jax.jit, static_argnums=2, compiler_options=compile_options())
+    @functools.partial(jax.jit, static_argnums=2)
     def sample(params: Any, rng_key: Array, num_samples: int, data: Any) -> dict[str, Array]:
         eps = standard_normal(rng_key, (num_samples, params.mu.shape[-1]), params.mu.dtype)
         zeta = family.transform(params, eps)
@@ -145,9 +144,9 @@ class ADVIResult:
             excluding compilation and the time spent in the checkpoint hook.
         adapt_s: seconds before the main loop: the start (the Laplace start's L-BFGS) and
             the eta search (part of ``wall_s``).
-        compile_s: seconds spent compiling, not part of ``wall_s``: the start's functions,
-            and whatever of the chunk's compilation was still going when the start (which
-            runs meanwhile, in another thread) had ended.
+        compile_s: seconds spent tracing and compiling the fit's functions (0 to a few
+            hundredths after a hit of the in-process cache), not part of ``wall_s``; the
+            start runs after it.
         khat_weights_fn: ``() -> (khat_samples,) float`` drawing the log weights of
             :attr:`khat_log_weights`, or None (minibatch fits, whose log p is a minibatch
             estimate, or ``khat_samples=0``).

@@ -70,8 +70,6 @@ def run_advi(
         model_kwargs=train,
         checkpoint=checkpoint,
         clock=clock,
-        # the start after the compilation, not beside it: the protocol's clock (wall_s)
-        # then holds no compilation load, as the MCMC runners' clocks hold none
         **method.options(),  # checkpoint_every among them
     )
     return run_facts(result, checkpoint_s=checkpoint.seconds,

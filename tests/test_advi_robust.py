@@ -5,8 +5,6 @@ import contextlib
 import logging
 import math
 import re
-import threading
-import time
 
 import jax
 import jax.numpy as jnp
@@ -151,10 +149,9 @@ def test_a_robust_fit_compiles_its_own_functions_and_no_eager_op():
     assert sorted(compiled) == ["<lambda>", "begin", "chunk", "initialise", "log_density"]
 
 
-def test_the_start_runs_beside_the_chunks_compilation_in_the_callers_jax_context():
-    # the Laplace start runs in a second thread while the fit's own thread traces the
-    # chunk: a JAX context manager around advi.fit (here 64-bit floats) reaches every
-    # compiled function, and the start's host arrays take their dtype
+def test_a_jax_context_around_the_fit_reaches_every_compiled_function():
+    # a JAX context manager around advi.fit (here 64-bit floats) reaches every compiled
+    # function, and the Laplace start's host arrays take their dtype
     def model(x, y):
         beta = numpyro.sample("beta", dist.Normal(0.0, 10.0).expand([2]).to_event(1))
         numpyro.sample("y", dist.Normal(x @ beta, 1.0), obs=y)
@@ -172,64 +169,6 @@ def test_the_start_runs_beside_the_chunks_compilation_in_the_callers_jax_context
     assert np.max(np.abs(np.asarray(result.params.mu) - mean) / sd) < 0.1
     np.testing.assert_allclose(np.exp(np.asarray(result.params.omega)), sd, rtol=0.1)
     assert result.compile_s >= 0 and result.adapt_s > 0
-
-
-def test_the_start_beside_the_compilation_or_after_it_gives_the_same_fit():
-    # overlap_compile changes when the start runs (the workflow's protocol runs it after
-    # the compilation, to keep the compilation's load off the clock), never what it finds
-    def model(y):
-        mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
-        sigma = numpyro.sample("sigma", dist.HalfNormal(2.0))
-        numpyro.sample("y", dist.Normal(mu, sigma), obs=y)
-
-    y = jnp.asarray(np.random.default_rng(4).normal(1.0, 0.5, size=25), jnp.float32)
-    fits = [advi.fit(model, y, rng_key=KEY, preset="robust", khat_samples=0,
-                     overlap_compile=overlap) for overlap in (True, False)]
-    for a, b in zip(jax.tree.leaves(fits[0].params), jax.tree.leaves(fits[1].params),
-                    strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    assert fits[0].start == fits[1].start and fits[0].start.startswith("laplace")
-    with pytest.raises(ValueError, match="overlap_compile='no' must be True or False"):
-        advi.fit(model, y, rng_key=KEY, overlap_compile="no")
-
-
-def test_an_interrupt_while_the_chunk_compiles_stops_the_start_at_its_next_evaluation():
-    # Ctrl-C (here: the fit's clock raising on the fit's own thread once the chunk is
-    # compiled) while the Laplace start runs in its thread beside the compilation: the
-    # start stops at its next log-density call instead of running its L-BFGS searches to
-    # the end, and the fit raises at once
-    calls = []
-
-    def slow(_):  # every log density the start evaluates takes 0.2 s
-        calls.append(threading.current_thread().name)
-        time.sleep(0.2)
-
-    def log_density(z):
-        jax.debug.callback(slow, z[0])
-        return -0.5 * jnp.sum((z - jnp.arange(3.0)) ** 2)
-
-    target = advi.from_log_density(log_density, dim=3)
-    seen = {"main": 0, "calls_then": None}
-
-    def clock():
-        if threading.current_thread() is threading.main_thread():
-            seen["main"] += 1
-            if seen["main"] == 2:  # the reading after the chunk has compiled
-                seen["calls_then"] = len(calls)
-                raise KeyboardInterrupt
-        return time.perf_counter()
-
-    with pytest.raises(KeyboardInterrupt):
-        advi.fit(target, rng_key=KEY, preset="robust", clock=clock)
-    after = len(calls)
-    time.sleep(0.5)
-    assert len(calls) == after  # nothing runs on in the background
-    assert seen["calls_then"] is not None
-    assert all(name.startswith("advi-start") for name in calls)
-    # the start needs over 20 evaluations (5 L-BFGS searches and 3 Hessians); one at most
-    # was under way when the interrupt came
-    assert after - seen["calls_then"] <= 1, (seen, after)
-    assert not [t for t in threading.enumerate() if t.name.startswith("advi-")]
 
 
 @contextlib.contextmanager
