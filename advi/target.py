@@ -33,6 +33,7 @@ from numpyro.infer.initialization import init_to_uniform
 from numpyro.infer.util import log_density as numpyro_log_density
 from numpyro.primitives import Messenger
 
+from . import data_checks
 from .transforms import unconstraining_transform
 
 
@@ -162,11 +163,16 @@ def _latent_sites(model_trace: dict[str, Any]) -> dict[str, Any]:
 class _Probe(NamedTuple):
     shapes: dict[str, tuple[int, ...]]  # latent site -> zeta shape
     plates: dict[str, int]  # plate name -> size
+    observed: dict[str, data_checks.ObservedSite]
 
 
 def _probe(model: Callable, model_args: tuple, model_kwargs: dict[str, Any]) -> _Probe:
     """Trace the model abstractly (no compilation, no data touched) for its latent sites'
-    unconstrained shapes and its plates' sizes."""
+    unconstrained shapes, its plates' sizes and its observed sites.
+
+    Raises:
+        ValueError: for an empty plate or an empty observed site (:mod:`advi.data_checks`).
+    """
     found: dict[str, Any] = {}
 
     def run() -> None:
@@ -177,15 +183,30 @@ def _probe(model: Callable, model_args: tuple, model_kwargs: dict[str, Any]) -> 
             for name, site in model_trace.items()
             if site["type"] == "plate"
         }
+        latent = _latent_sites(model_trace)
         found["shapes"] = {
             name: tuple(
                 unconstraining_transform(s["fn"].support).inverse_shape(jnp.shape(s["value"]))
             )
-            for name, s in _latent_sites(model_trace).items()
+            for name, s in latent.items()
         }
+        found["observed"] = data_checks.observed_sites(model_trace)
 
-    jax.eval_shape(run)
-    return _Probe(found["shapes"], found["plates"])
+    try:
+        jax.eval_shape(run)
+    except AssertionError as err:
+        replaced = data_checks.empty_plate_error(err, _named_arrays(model_args, model_kwargs))
+        if replaced is None:
+            raise
+        raise replaced from err
+    return _Probe(found["shapes"], found["plates"], found["observed"])
+
+
+def _named_arrays(model_args: tuple, model_kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(description, array) of each array leaf of the model's arguments (:func:`_describe`)."""
+    paths_leaves = jax.tree_util.tree_flatten_with_path((tuple(model_args), dict(model_kwargs)))[0]
+    return [(_describe(path), leaf) for path, leaf in paths_leaves
+            if isinstance(leaf, (jax.Array, np.ndarray))]
 
 
 def _data_plate(plates: dict[str, int], minibatch_plate: str | None, size: int) -> str:
@@ -246,14 +267,22 @@ def from_numpyro(
 
     Raises:
         ValueError: for B < 1, B > N (naming both numbers), no plate to subsample, param
-            sites, discrete latent sites (naming the site), or array arguments with
-            non-finite values (naming the argument and the count); all before any
-            compilation.
+            sites, discrete latent sites (naming the site), array arguments with non-finite
+            values (naming the argument and the count), an empty plate (naming the plate
+            and the empty arguments) or an empty observed site (naming it and its shape);
+            all before any compilation.
+
+    Warns:
+        RuntimeWarning: for a latent scale estimated from a single observation, and for
+            degenerate constant columns of a 2-D float argument (:mod:`advi.data_checks`).
     """
     model_kwargs = dict(model_kwargs or {})
     _check_minibatch_size(minibatch_size)
     data, rebuild, signature = _split_data(model_args, model_kwargs)
+    data_checks.check_constant_columns(_named_arrays(model_args, model_kwargs))
     probe = _probe(model, model_args, model_kwargs)
+    data_checks.check_single_observations(model, model_args, model_kwargs, probe.shapes,
+                                          probe.observed)
     plate = None
     if minibatch_size is not None:
         plate = _data_plate(probe.plates, minibatch_plate, int(minibatch_size))

@@ -1,0 +1,195 @@
+"""Degenerate data, named while the target is built, before any compilation.
+
+:func:`advi.from_numpyro` (and so :func:`advi.fit`) runs three checks on a NumPyro model's
+data; each costs NumPy on the host or a trace of the model into a jaxpr (nothing compiles):
+
+* **An empty plate or an empty observed site** is a ``ValueError``: there is nothing to fit,
+  and NumPyro's own failure (``AssertionError: size of plate should be positive``) names
+  neither the plate nor the data. :func:`empty_plate_error` builds the message (the plate,
+  its size, and the model's array arguments with an empty axis); :func:`observed_sites`
+  refuses an observed site with no elements.
+* **A single observation where a variance is estimated** is a ``RuntimeWarning``: when the
+  scale of an observed site's distribution (``scale``, or ``scale_tril`` for a multivariate
+  normal, of the distribution or of the one it wraps) depends on a latent site and that
+  latent scale reaches exactly one observation in the whole model, the data say almost
+  nothing about it and its posterior is essentially its prior (with a flat prior it can be
+  improper). With a proper prior the fit is still well defined, so this warns instead of
+  refusing. "Depends on" means that moving the latent site changes the scale
+  (:func:`check_single_observations`).
+* **A constant column** of a 2-D floating-point argument with more than one row is a
+  ``RuntimeWarning`` (:func:`check_constant_columns`) when the column is all zeros (its
+  coefficient never reaches the likelihood) or when the argument has two or more constant
+  columns (they are collinear). A single nonzero constant column is taken for an intercept,
+  which many designs include on purpose, and passes silently. Whether the argument is a
+  design matrix or an observed matrix cannot be told from its values, hence a warning.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpyro.distributions import Unit
+from numpyro.distributions.transforms import biject_to
+from numpyro.handlers import seed, substitute, trace
+
+SCALE_PARAMS: tuple[str, ...] = ("scale", "scale_tril")
+PLATE_ASSERTION = "size of plate should be positive"
+
+
+class ObservedSite(NamedTuple):
+    """An observed sample site, from the model's trace: its value's shape, the number of
+    observations (the value's batch elements, after plates) and the name of its scale
+    parameter (one of :data:`SCALE_PARAMS`, or None when it has none)."""
+
+    shape: tuple[int, ...]
+    num_obs: int
+    scale_param: str | None
+
+
+def empty_arrays(named_arrays: Iterable[tuple[str, Any]]) -> list[str]:
+    """'argument name (shape (0, 3))' for each array with an empty axis."""
+    return [f"argument {name} (shape {tuple(np.shape(a))})" for name, a in named_arrays
+            if 0 in np.shape(a)]
+
+
+def empty_plate_error(err: AssertionError, named_arrays: Iterable[tuple[str, Any]]
+                      ) -> ValueError | None:
+    """The ``ValueError`` that replaces NumPyro's assertion on a plate of size <= 0, or None
+    when ``err`` is another assertion (to be re-raised as it is).
+
+    ``named_arrays`` are (name, array) pairs of the model's array arguments; those with an
+    empty axis are named (NumPyro's assertion names neither the plate nor the data).
+    """
+    if PLATE_ASSERTION not in str(err):
+        return None
+    empty = empty_arrays(named_arrays)
+    where = (f"; the model's array arguments with an empty axis: {', '.join(empty)}"
+             if empty else "")
+    return ValueError(f"a numpyro.plate has size 0 (NumPyro: {PLATE_ASSERTION!r}): a plate "
+                      f"needs at least one element{where}; ADVI needs at least one observation")
+
+
+def _scale(fn: Any) -> tuple[str | None, Any]:
+    """The first of :data:`SCALE_PARAMS` on ``fn`` or the distributions it wraps."""
+    while fn is not None:
+        for param in SCALE_PARAMS:
+            if param in getattr(fn, "arg_constraints", {}) and hasattr(fn, param):
+                return param, getattr(fn, param)
+        fn = getattr(fn, "base_dist", None)
+    return None, None
+
+
+def observed_sites(model_trace: dict[str, Any]) -> dict[str, ObservedSite]:
+    """The observed sample sites of a NumPyro trace (factors excluded).
+
+    Raises:
+        ValueError: naming an observed site whose value has no elements (shape with a 0).
+    """
+    found = {}
+    for name, site in model_trace.items():
+        if site["type"] != "sample" or not site["is_observed"] or isinstance(site["fn"], Unit):
+            continue
+        shape = tuple(np.shape(site["value"]))
+        if 0 in shape:
+            raise ValueError(f"observed site {name!r} has shape {shape}, with no elements: "
+                             "ADVI needs at least one observation per observed site")
+        batch = shape[:len(shape) - len(site["fn"].event_shape)]
+        found[name] = ObservedSite(shape, math.prod(batch), _scale(site["fn"])[0])
+    return found
+
+
+def _scales(model: Callable, model_args: tuple, model_kwargs: dict[str, Any],
+            values: dict[str, Any], sites: list[str]) -> list[np.ndarray]:
+    """The scale parameter of each observed site in ``sites`` with the latent sites at
+    ``values`` (constrained), from one un-jitted trace of the model."""
+    conditioned = substitute(seed(model, 0), data=values)
+    model_trace = trace(conditioned).get_trace(*model_args, **model_kwargs)
+    return [np.asarray(_scale(model_trace[name]["fn"])[1]) for name in sites]
+
+
+def _moved(model_trace: dict[str, Any], name: str) -> Any:
+    """Latent site ``name``'s value moved by 0.5 in the unconstrained space (inside its
+    support: ``biject_to``)."""
+    to_support = biject_to(model_trace[name]["fn"].support)
+    value = model_trace[name]["value"]
+    return to_support(to_support.inv(value) + 0.5)
+
+
+def check_single_observations(
+    model: Callable, model_args: tuple, model_kwargs: dict[str, Any],
+    latents: Iterable[str], observed: dict[str, ObservedSite],
+) -> None:
+    """Warn when a latent scale reaches a single observation in the whole model.
+
+    Args:
+        model, model_args, model_kwargs: the NumPyro model and its arguments.
+        latents: the latent sites' names.
+        observed: from :func:`observed_sites`.
+
+    Warns:
+        RuntimeWarning: naming the observed site, its shape and the latent sites its scale
+            depends on, when those latent sites' scales reach one observation in all.
+
+    A scale depends on a latent site when moving that site (by 0.5 in the unconstrained
+    space, the others held) changes it: one un-jitted trace of the model per latent site,
+    with NumPyro's ``seed``, ``substitute`` and ``trace`` handlers, run only when an
+    observed site has one observation and a scale parameter.
+    """
+    scaled = [name for name, s in observed.items() if s.scale_param is not None]
+    names = sorted(latents)
+    if not any(observed[name].num_obs == 1 for name in scaled) or not names:
+        return
+    model_trace = trace(seed(model, 0)).get_trace(*model_args, **model_kwargs)
+    values = {name: model_trace[name]["value"] for name in names}
+    base = _scales(model, model_args, model_kwargs, values, scaled)
+    depends: dict[str, list[str]] = {site: [] for site in scaled}
+    for name in names:
+        moved = _scales(model, model_args, model_kwargs,
+                        {**values, name: _moved(model_trace, name)}, scaled)
+        for site, before, after in zip(scaled, base, moved, strict=True):
+            if np.shape(before) != np.shape(after) or not np.allclose(before, after):
+                depends[site].append(name)
+    reach = {name: sum(observed[s].num_obs for s in scaled if name in depends[s])
+             for name in names}
+    for site in scaled:
+        lonely = [name for name in depends[site] if reach[name] == 1]
+        if lonely:
+            warnings.warn(
+                f"observed site {site!r} (shape {observed[site].shape}) is a single "
+                f"observation whose {observed[site].scale_param} depends on the latent "
+                f"site(s) {lonely}: a variance estimated from one observation is driven by "
+                "its prior (improper under a flat prior); give the model more data or fix "
+                "the scale", RuntimeWarning, stacklevel=3)
+
+
+def check_constant_columns(named_arrays: Iterable[tuple[str, Any]]) -> None:
+    """Warn about degenerate constant columns of 2-D floating-point arguments (N > 1 rows).
+
+    Args:
+        named_arrays: (name, array) pairs of the model's array arguments; only those with
+            ``ndim == 2``, ``shape[0] > 1`` and a floating-point dtype are checked (NumPy).
+
+    Warns:
+        RuntimeWarning: naming the argument, its shape and the column indices, when a
+            column is all zeros or two or more columns are constant (module docstring: a
+            single nonzero constant column is an intercept and passes).
+    """
+    for name, array in named_arrays:
+        if (np.ndim(array) != 2 or np.shape(array)[0] < 2
+                or not np.issubdtype(array.dtype, np.floating)):
+            continue
+        a = np.asarray(array)
+        constant = np.flatnonzero(np.all(a == a[:1], axis=0))
+        zero = [int(j) for j in constant if a[0, j] == 0]
+        if zero or len(constant) > 1:
+            reasons = (["all-zero columns carry no information"] if zero else []) + (
+                ["constant columns are collinear"] if len(constant) > 1 else [])
+            values = ", ".join(f"{j}: {a[0, j]:g}" for j in constant)
+            warnings.warn(
+                f"model argument {name} (shape {a.shape}) has constant columns {{{values}}} "
+                f"({'; '.join(reasons)}): their coefficients are informed by the prior only; "
+                "drop them or keep a single intercept column", RuntimeWarning, stacklevel=3)
