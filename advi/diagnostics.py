@@ -24,6 +24,28 @@ def tail_length(num_weights: int) -> int:
     return int(math.floor(3 * s**0.5)) if s > 225 else int(math.floor(s / 5))
 
 
+def degenerate_weights(log_weights: np.ndarray) -> str | None:
+    """Why PSIS cannot fit the tail of these importance weights, or None when it can try.
+
+    Args:
+        log_weights: (S,) float, log p - log q of independent draws of q.
+
+    Returns:
+        a phrase when fewer than 30 weights are finite (a tail under :data:`MIN_TAIL`
+        draws) or the largest :func:`tail_length` finite weights are all equal (``log p``
+        rounded to one value over q's tail), the cases where :func:`pareto_khat` is
+        ``inf`` without fitting; else None. NumPy only: no ArviZ import.
+    """
+    log_weights = np.asarray(log_weights, dtype=np.float64).ravel()
+    finite = np.sort(log_weights[np.isfinite(log_weights)])
+    tail = tail_length(finite.size)
+    if tail < MIN_TAIL:
+        return f"only {finite.size} of {log_weights.size} log weights are finite"
+    if finite[-1] == finite[-tail]:
+        return f"the largest {tail} of {finite.size} log weights are all equal"
+    return None
+
+
 def pareto_khat(log_weights: np.ndarray) -> float:
     """Pareto k-hat of importance weights p/q (Yao, Vehtari, Simpson & Gelman 2018).
 
@@ -35,7 +57,8 @@ def pareto_khat(log_weights: np.ndarray) -> float:
         k-hat of ArviZ's PSIS, the shape of a generalized Pareto distribution fitted to the
         largest :func:`tail_length` (S) weights: below 0.5 q is close to the posterior,
         0.5-0.7 usable, above 0.7 unreliable. ``inf`` when that tail has fewer than 6 draws
-        (fewer than 30 finite weights) or cannot be fitted.
+        (fewer than 30 finite weights), is constant (:func:`degenerate_weights`) or cannot
+        be fitted.
 
     ArviZ 1.x (``arviz_stats.base.array_stats.psislw``, Python >= 3.12) is used where it is
     installed, else ArviZ 0.x (``arviz.psislw``); both give the same k-hat for the same
@@ -44,11 +67,10 @@ def pareto_khat(log_weights: np.ndarray) -> float:
     the two versions select the tail differently and may differ.
     """
     log_weights = np.asarray(log_weights, dtype=np.float64).ravel()
-    log_weights = log_weights[np.isfinite(log_weights)]
-    num = log_weights.size
-    tail = tail_length(num)
-    if tail < MIN_TAIL:
+    if degenerate_weights(log_weights) is not None:
         return float("inf")
+    log_weights = log_weights[np.isfinite(log_weights)]
+    tail = tail_length(log_weights.size)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ArviZ's FutureWarning on import, small-S notes
         try:

@@ -11,6 +11,7 @@ Both run the compiled functions of :mod:`advi.compiled` in the one main loop of
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -18,15 +19,17 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
 from . import robust
 from .cache import enable_default_cache
+from .checks import end_of_fit_warnings
 from .compiled import CompiledADVI, CompileSpec
 from .convergence import RelativeELBORule
-from .driver import Clock, Outcome, RestartPolicy, drive
+from .driver import Clock, Outcome, RestartPolicy, drive, warn
 from .families import get_family
 from .options import Options
 from .presets import resolve
@@ -51,6 +54,9 @@ def _smaller_eta(eta: float) -> float | None:
     smaller = [e for e in ETA_GRID if e < eta * (1 - 1e-9)]
     return max(smaller) if smaller else None
 
+
+CHECK_SALT = 0x636B
+"""Folded into the ELBO key for the draws of the end-of-fit gradient check."""
 
 STAN_POLICY = RestartPolicy(_smaller_eta, f"the smallest eta of {ETA_GRID}")
 """Stan's preset restarts at the next smaller eta of :data:`ETA_GRID` (Stan itself stops)."""
@@ -164,6 +170,12 @@ def fit(
     run restarts with a smaller eta from the last state whose ELBO estimate was finite,
     with a warning, instead of stopping as Stan does.
 
+    At the end, checks that need no reference posterior (:mod:`advi.checks`: the ELBO's
+    gradient at the returned mean against its Monte Carlo noise, Pareto k-hat, a mean that
+    never left its start) warn with a ``RuntimeWarning`` naming the likely cause and the
+    remedy (standardise the data, float64, another start), also kept in
+    ``result.warnings``; minibatched fits are not checked.
+
     The first fit of a process turns on JAX's persistent compilation cache unless the user
     configured it or set ``ADVI_COMPILATION_CACHE=0`` (:mod:`advi.cache`).
     """
@@ -190,9 +202,29 @@ def fit(
                   wall_s=adapt_s, result_fields=dict(
                       compile_s=compile_s, adapt_s=adapt_s, eta_adapted=eta_adapted,
                       start=_start_name(o, start_info)))
-    if o.family != "fullrank":
+    if o.family == "fullrank":
+        result = checked_fullrank(result, state0.params if start_info.laplace else None)
+    fell_back = (result.start if o.start == "laplace" and not bool(start_info.laplace)
+                 else None)
+    start_mu = None if bool(start_info.laplace) else state0.params.mu
+    return _checked(result, compiled, start_mu, fell_back, elbo_key)
+
+
+def _checked(result: ADVIResult, compiled: CompiledADVI, start_mu: Array | None,
+             fell_back: str | None, elbo_key: Array) -> ADVIResult:
+    """``result`` with the end-of-fit checks' warnings (:mod:`advi.checks`) issued and
+    appended to ``warnings``; the log weights those checks drew stay cached (the same
+    draws as ``pareto_khat``)."""
+    notes = end_of_fit_warnings(result, compiled, start_mu, fell_back,
+                                jax.random.fold_in(elbo_key, CHECK_SALT))
+    if not notes:
         return result
-    return checked_fullrank(result, state0.params if start_info.laplace else None)
+    for note in notes:
+        warn(note)
+    checked = dataclasses.replace(result, warnings=(*result.warnings, *notes))
+    if "khat_log_weights" in result.__dict__:  # functools.cached_property's value
+        checked.__dict__["khat_log_weights"] = result.__dict__["khat_log_weights"]
+    return checked
 
 
 def _compile(target: Target, o: Options, opt: Any) -> CompiledADVI:
