@@ -66,11 +66,18 @@ GRAD_BATCH = 50
 GRAD_ALPHA = 1e-3
 """Family-wise false-alarm level of the gradient z-scores over the K coordinates."""
 
-GRAD_SHIFT = 1.5
-"""Smallest ``|sd_k * dELBO/dmu_k|`` (about q-sds from the optimum) that warns. Measured
-(float32): the Stan preset's last iterate on a normal mean with data around 1 ends up to
-1.17 q-sds off (12 seeds; 0.93 the next worst), the robust preset's iterate average 0.14
-(3 seeds), 0.26 on eight schools and 0.31 on E1."""
+GRAD_SHIFT = 1.0
+"""Smallest ``|sd_k * dELBO/dmu_k|`` (about q-sds from the optimum) that warns: a fit more
+than one sd from the family's optimum warns. Measured (float32): the robust preset's
+iterate average ends 0.14 (normal mean, 3 seeds), 0.26 (eight schools) and 0.31 (E1) q-sds
+off, well inside; the Stan preset's last iterate on a normal mean with data around 1 ends
+up to 1.17 q-sds off (12 seeds; 0.93 the next worst), and such a fit warns: it is more
+than one sd off."""
+
+SCALE_SHIFT = 3.0
+"""Smallest ``|dELBO/domega_k|`` (omega = log sd of a mean-field q) that warns: on a
+Gaussian posterior it is ``1 - (sd_k / sd_k*)**2`` with ``sd_k*`` the family's optimum, so
+3 means a q sd at least twice the optimum's (a q far too narrow cannot pass 1)."""
 
 REMEDY = ("standardise the data (centre and scale observations and predictors so that the "
           "parameters are of order 1), enable float64 with "
@@ -94,9 +101,14 @@ def gradient_moments(scaled_grads: Array) -> tuple[Array, Array, Array]:
     ok = jnp.all(jnp.isfinite(scaled_grads), axis=-1)
     n = jnp.sum(ok)
     x = jnp.where(ok[:, None], scaled_grads, 0)
-    mean = jnp.sum(x, 0) / n
-    var = jnp.sum(jnp.where(ok[:, None], (x - mean) ** 2, 0), 0) / (n - 1)
-    return mean, jnp.sqrt(var / n), n
+    # each column divided by its largest magnitude first, so that squares of gradients
+    # near float32's largest values (a q far too wide) do not overflow
+    top = jnp.max(jnp.abs(x), axis=0)
+    top = jnp.where(top > 0, top, 1)
+    y = x / top
+    mean = jnp.sum(y, 0) / n
+    var = jnp.sum(jnp.where(ok[:, None], (y - mean) ** 2, 0), 0) / (n - 1)
+    return mean * top, jnp.sqrt(var / n) * top, n
 
 
 def z_threshold(dim: int, alpha: float = GRAD_ALPHA) -> float:
@@ -105,22 +117,27 @@ def z_threshold(dim: int, alpha: float = GRAD_ALPHA) -> float:
     return NormalDist().inv_cdf(1 - alpha / (2 * max(int(dim), 1)))
 
 
-def gradient_flags(mean: np.ndarray, se: np.ndarray) -> np.ndarray:
-    """(K,) bool: coordinates whose ``|mean| > GRAD_SHIFT`` and ``|mean| / se >``
-    :func:`z_threshold` (K) (a zero ``se`` counts as an infinite z-score)."""
+def gradient_flags(mean: np.ndarray, se: np.ndarray, shift: float = GRAD_SHIFT
+                   ) -> np.ndarray:
+    """(K,) bool: coordinates whose ``|mean| > shift`` and ``|mean| / se >``
+    :func:`z_threshold` (K) (a zero ``se`` counts as an infinite z-score; an infinite mean
+    is flagged)."""
     mean, se = np.abs(np.asarray(mean, float)), np.asarray(se, float)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(se > 0, mean / se, np.where(mean > 0, np.inf, 0.0))
-    return (mean > GRAD_SHIFT) & (z > z_threshold(mean.size)) & np.isfinite(mean)
+    z = np.where(np.isinf(mean), np.inf, z)
+    return (mean > shift) & (z > z_threshold(mean.size))
 
 
 _GRADIENT_FNS: dict[Hashable, Callable] = {}
 
 
 def scaled_gradient_fn(target: Any, family: Family) -> Callable:
-    """``fn(params, rng_key, data) -> gradient_moments(...)`` of ``sd_k * d log p / d
-    zeta_k`` at :data:`GRAD_DRAWS` draws zeta ~ q (whose mean is ``sd * dELBO/dmu``: the
-    entropy does not depend on mu), plain ``jax.jit``, kept per ``target.cache_key`` so
+    """``fn(params, rng_key, data) -> (gradient_moments(g), gradient_moments(g * eps + 1))``
+    of ``g = sd_k * d log p / d zeta_k`` at :data:`GRAD_DRAWS` draws ``zeta = mu + sd * eps``
+    of q: the mean of ``g`` is ``sd * dELBO/dmu`` (the entropy does not depend on mu), that
+    of ``g * eps + 1`` is ``dELBO/domega`` for a mean-field q (omega = log sd), plain
+    ``jax.jit``, kept per ``target.cache_key`` so
     that later fits of the same model compile nothing (None: a new one each call)."""
     key = None if target.cache_key is None else (target.cache_key, family)
     if key in _GRADIENT_FNS:
@@ -131,11 +148,13 @@ def scaled_gradient_fn(target: Any, family: Family) -> Callable:
     def gradient_check(params: Any, rng_key: Array, data: Any) -> tuple[Array, Array, Array]:
         dim, dtype = params.mu.shape[-1], params.mu.dtype
         eps_key, batch_key = jax.random.split(rng_key)
-        zeta = family.transform(params, standard_normal(eps_key, (GRAD_DRAWS, dim), dtype))
+        eps = standard_normal(eps_key, (GRAD_DRAWS, dim), dtype)
+        zeta = family.transform(params, eps)
         grad = jax.grad(lambda z, k: log_density_fn(z, k, data))
         grads = jax.lax.map(lambda d: grad(*d), (zeta, jax.random.split(batch_key, GRAD_DRAWS)),
                             batch_size=GRAD_BATCH)
-        return gradient_moments(grads.astype(dtype) * family.std(params))
+        scaled = grads.astype(dtype) * family.std(params)
+        return gradient_moments(scaled), gradient_moments(scaled * eps + 1)
 
     if key is not None:
         if len(_GRADIENT_FNS) >= 16:
@@ -161,18 +180,36 @@ def _khat_note(result: Any) -> str | None:
 def _gradient_note(compiled: Any, params: Any, rng_key: Array) -> str | None:
     """The gradient warning's text, or None (module doc)."""
     fn = scaled_gradient_fn(compiled.target, compiled.family)
-    mean, se, n = (np.asarray(a, float) for a in fn(params, rng_key, compiled.target.data))
+    location, spread = fn(params, rng_key, compiled.target.data)
+    mean, se, n = (np.asarray(a, float) for a in location)
     if n < 2:
-        return None
+        return (f"the log density's gradient is not finite at {GRAD_DRAWS - int(n)} of "
+                f"{GRAD_DRAWS} draws of the fitted q: q is far from the posterior")
     flags = gradient_flags(mean, se)
     if not flags.any():
-        return None
+        return _scale_note(params, *(np.asarray(a, float) for a in spread))
     worst = int(np.argmax(np.where(flags, np.abs(mean), -np.inf)))
     return (f"the ELBO's gradient at the fitted mean is far from zero in {int(flags.sum())} "
             f"of {mean.size} coordinates: at coordinate {worst}, sd * dELBO/dmu = "
             f"{mean[worst]:.3g} (about that many q standard deviations from the optimum), "
             f"{abs(mean[worst]) / se[worst] if se[worst] > 0 else math.inf:.3g} times its "
             f"Monte Carlo standard error over {int(n)} draws: the fit stopped before the "
+            "optimum")
+
+
+def _scale_note(params: Any, mean: np.ndarray, se: np.ndarray, n: np.ndarray) -> str | None:
+    """The warning's text when a mean-field q's log sds are far from their optimum:
+    ``dELBO/domega_k`` above :data:`SCALE_SHIFT` in magnitude and beyond the z bound."""
+    if not hasattr(params, "omega") or n < 2:
+        return None
+    flags = gradient_flags(mean, se, shift=SCALE_SHIFT)
+    if not flags.any():
+        return None
+    worst = int(np.argmax(np.where(flags, np.abs(mean), -np.inf)))
+    return (f"the ELBO's gradient with respect to q's log standard deviations is far from "
+            f"zero in {int(flags.sum())} of {mean.size} coordinates: at coordinate {worst}, "
+            f"dELBO/dlog(sd) = {mean[worst]:.3g} over {int(n)} draws (q's sd there is "
+            f"{'too large' if mean[worst] < 0 else 'too small'}): the fit stopped before the "
             "optimum")
 
 

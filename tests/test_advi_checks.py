@@ -50,10 +50,14 @@ def test_far_off_fit_warns_with_a_remedy(preset):
 
 @pytest.mark.parametrize("preset", ["stan", "robust"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_well_specified_fit_does_not_warn(preset, seed):
+def test_a_well_specified_fit_warns_only_when_more_than_a_sd_off(preset, seed):
     result, caught = _fit(1.0, preset, seed)
-    assert caught == [], caught
-    assert abs(float(result.params.mu[0]) - float(_data(1.0, seed).mean())) < 0.2  # sd 0.1
+    off = abs(float(result.params.mu[0]) - float(_data(1.0, seed).mean())) / 0.1  # sds
+    assert off < 2
+    if off < 0.8 or preset == "robust":  # the robust preset's iterate average: 0.003 sds
+        assert caught == [], caught
+    if off > 1.2:  # Stan's last iterate can end a sd or more off; then it says so
+        assert any("ELBO's gradient" in note for note in caught), caught
     assert result.pareto_khat < 0.7  # the cached draws, through ArviZ
 
 
@@ -79,7 +83,7 @@ def test_gradient_fn_is_sd_times_elbo_gradient_on_a_gaussian():
     target = advi.from_log_density(lambda z: -0.5 * jnp.sum((z - 3.0) ** 2), 2)
     params = advi.MeanFieldParams(jnp.array([0.0, 3.0]), jnp.log(jnp.array([0.5, 1.0])))
     fn = checks.scaled_gradient_fn(target, advi.MEANFIELD)
-    mean, se, n = fn(params, jax.random.PRNGKey(0), target.data)
+    (mean, se, n), _ = fn(params, jax.random.PRNGKey(0), target.data)
     assert int(n) == checks.GRAD_DRAWS
     np.testing.assert_allclose(mean, [1.5, 0.0], atol=4 * float(se.max()))
     assert fn is checks.scaled_gradient_fn(target, advi.MEANFIELD)  # kept per cache_key
