@@ -31,6 +31,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+import jax
 import numpy as np
 from numpyro.distributions import Unit
 from numpyro.distributions.transforms import biject_to
@@ -48,6 +49,23 @@ class ObservedSite(NamedTuple):
     shape: tuple[int, ...]
     num_obs: int
     scale_param: str | None
+
+
+def describe(path: tuple) -> str:
+    """'x' for the keyword argument x, 'number 2' for the second positional argument, from a
+    ``jax.tree_util`` key path into ``(model_args, model_kwargs)``."""
+    where, first, *rest = path
+    inner = jax.tree_util.keystr(tuple(rest))
+    if where.idx == 0:
+        return f"number {first.idx + 1}{inner}"
+    return f"{first.key!r}{inner}"
+
+
+def named_arrays(model_args: tuple, model_kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(description, array) of each array leaf of the model's arguments (:func:`describe`)."""
+    paths_leaves = jax.tree_util.tree_flatten_with_path((tuple(model_args), dict(model_kwargs)))[0]
+    return [(describe(path), leaf) for path, leaf in paths_leaves
+            if isinstance(leaf, (jax.Array, np.ndarray))]
 
 
 def empty_arrays(named_arrays: Iterable[tuple[str, Any]]) -> list[str]:

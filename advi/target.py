@@ -195,18 +195,13 @@ def _probe(model: Callable, model_args: tuple, model_kwargs: dict[str, Any]) -> 
     try:
         jax.eval_shape(run)
     except AssertionError as err:
-        replaced = data_checks.empty_plate_error(err, _named_arrays(model_args, model_kwargs))
+        named = data_checks.named_arrays(model_args, model_kwargs)
+        replaced = data_checks.empty_plate_error(err, named)
         if replaced is None:
             raise
         raise replaced from err
     return _Probe(found["shapes"], found["plates"], found["observed"])
 
-
-def _named_arrays(model_args: tuple, model_kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
-    """(description, array) of each array leaf of the model's arguments (:func:`_describe`)."""
-    paths_leaves = jax.tree_util.tree_flatten_with_path((tuple(model_args), dict(model_kwargs)))[0]
-    return [(_describe(path), leaf) for path, leaf in paths_leaves
-            if isinstance(leaf, (jax.Array, np.ndarray))]
 
 
 def _data_plate(plates: dict[str, int], minibatch_plate: str | None, size: int) -> str:
@@ -279,7 +274,7 @@ def from_numpyro(
     model_kwargs = dict(model_kwargs or {})
     _check_minibatch_size(minibatch_size)
     data, rebuild, signature = _split_data(model_args, model_kwargs)
-    data_checks.check_constant_columns(_named_arrays(model_args, model_kwargs))
+    data_checks.check_constant_columns(data_checks.named_arrays(model_args, model_kwargs))
     probe = _probe(model, model_args, model_kwargs)
     data_checks.check_single_observations(model, model_args, model_kwargs, probe.shapes,
                                           probe.observed)
@@ -376,7 +371,8 @@ def _split_data(
             bad = int(np.size(leaf) - np.count_nonzero(np.isfinite(np.asarray(leaf))))
             if bad:
                 raise ValueError(
-                    f"model argument {_describe(path)} (shape {tuple(leaf.shape)}) holds {bad} "
+                    f"model argument {data_checks.describe(path)} (shape {tuple(leaf.shape)}) "
+                    f"holds {bad} "
                     "non-finite values (NaN or inf); ADVI needs finite data: drop or impute "
                     "them, or mask them inside the model"
                 )
@@ -400,12 +396,3 @@ def _split_data(
         return jax.tree.unflatten(treedef, merged)
 
     return data, rebuild, signature
-
-
-def _describe(path: tuple) -> str:
-    """'x' for the keyword argument x, 'number 2' for the second positional argument."""
-    where, first, *rest = path
-    inner = jax.tree_util.keystr(tuple(rest))
-    if where.idx == 0:
-        return f"number {first.idx + 1}{inner}"
-    return f"{first.key!r}{inner}"
