@@ -30,7 +30,7 @@ not checked: their log density is a minibatch estimate.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from statistics import NormalDist
 from typing import Any
 
@@ -129,19 +129,13 @@ def gradient_flags(mean: np.ndarray, se: np.ndarray, shift: float = GRAD_SHIFT
     return (mean > shift) & (z > z_threshold(mean.size))
 
 
-_GRADIENT_FNS: dict[Hashable, Callable] = {}
-
-
 def scaled_gradient_fn(target: Any, family: Family) -> Callable:
     """``fn(params, rng_key, data) -> (gradient_moments(g), gradient_moments(g * eps + 1))``
     of ``g = sd_k * d log p / d zeta_k`` at :data:`GRAD_DRAWS` draws ``zeta = mu + sd * eps``
     of q: the mean of ``g`` is ``sd * dELBO/dmu`` (the entropy does not depend on mu), that
     of ``g * eps + 1`` is ``dELBO/domega`` for a mean-field q (omega = log sd), plain
-    ``jax.jit``, kept per ``target.cache_key`` so
-    that later fits of the same model compile nothing (None: a new one each call)."""
-    key = None if target.cache_key is None else (target.cache_key, family)
-    if key in _GRADIENT_FNS:
-        return _GRADIENT_FNS[key]
+    ``jax.jit``; :class:`advi.compiled.CompiledADVI` keeps it with the configuration's other
+    functions, so that later fits of the same model compile nothing."""
     log_density_fn = target.log_density_fn
 
     @jax.jit
@@ -156,10 +150,6 @@ def scaled_gradient_fn(target: Any, family: Family) -> Callable:
         scaled = grads.astype(dtype) * family.std(params)
         return gradient_moments(scaled), gradient_moments(scaled * eps + 1)
 
-    if key is not None:
-        if len(_GRADIENT_FNS) >= 16:
-            _GRADIENT_FNS.pop(next(iter(_GRADIENT_FNS)))
-        _GRADIENT_FNS[key] = gradient_check
     return gradient_check
 
 
@@ -179,8 +169,7 @@ def _khat_note(result: Any) -> str | None:
 
 def _gradient_note(compiled: Any, params: Any, rng_key: Array) -> str | None:
     """The gradient warning's text, or None (module doc)."""
-    fn = scaled_gradient_fn(compiled.target, compiled.family)
-    location, spread = fn(params, rng_key, compiled.target.data)
+    location, spread = compiled.gradient_check(params, rng_key)
     mean, se, n = (np.asarray(a, float) for a in location)
     if n < 2:
         return (f"the log density's gradient is not finite at {GRAD_DRAWS - int(n)} of "

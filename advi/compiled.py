@@ -42,6 +42,7 @@ import optax
 from jax import Array
 
 from .algorithm import Algorithm, algorithm
+from .checks import scaled_gradient_fn
 from .elbo import elbo_estimate
 from .families import Family
 from .laplace import LogDensityFunctions, log_density_functions
@@ -202,6 +203,7 @@ class _Compiled(NamedTuple):
     laplace: LogDensityFunctions | None
     chunk: Callable
     elbo: _LazyELBO
+    gradient_check: Callable  # jitted, compiled on first call (advi.checks)
 
 
 def _aot(jitted: Any, *args: Any) -> Callable:
@@ -240,7 +242,7 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
     elbo = _LazyELBO(target, o.family, o.elbo_samples)
     if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
         elbo.compiled = _aot(elbo.jitted, state.params, key, one, data)
-    return _Compiled(*start, chunk, elbo)
+    return _Compiled(*start, chunk, elbo, scaled_gradient_fn(target, o.family))
 
 
 class CompiledADVI:
@@ -304,6 +306,11 @@ class CompiledADVI:
                                np.asarray(salt, np.int32), np.asarray(num_steps, np.int32),
                                self.target.data)
         return jax.block_until_ready(out)
+
+    def gradient_check(self, params: Any, rng_key: Array) -> Any:
+        """:func:`advi.checks.scaled_gradient_fn`'s moments at ``params`` (compiled on the
+        first call, kept with the other functions of this configuration)."""
+        return self._done.gradient_check(params, rng_key, self.target.data)
 
     def elbo(self, params: Any, key: Array, salt: int) -> tuple[float, np.ndarray]:
         """The ELBO (``-inf`` where non-finite draws exhausted the budget) and log weights."""
