@@ -80,9 +80,9 @@ Gaussian posterior it is ``1 - (sd_k / sd_k*)**2`` with ``sd_k*`` the family's o
 3 means a q sd at least twice the optimum's (a q far too narrow cannot pass 1)."""
 
 REMEDY = ("standardise the data (centre and scale observations and predictors so that the "
-          "parameters are of order 1), enable float64 with "
-          "jax.config.update(\"jax_enable_x64\", True) before any JAX call, or refit from "
-          "another start (init=..., another rng_key)")
+          "parameters are of order 1), fit in float64 (advi.fit(..., dtype=\"float64\"); "
+          "preset=\"robust\" switches by itself where float32 cannot resolve its start), or "
+          "refit from another start (init=..., another rng_key)")
 """The remedy every end-of-fit warning names."""
 
 

@@ -47,6 +47,7 @@ from .elbo import elbo_estimate
 from .families import Family
 from .laplace import LogDensityFunctions, log_density_functions
 from .multistart import EXTRA_STARTS, multistart_laplace
+from .precision import log_p_spacing, start_resolution
 from .step import ADVIState, fresh_state
 from .target import Target
 
@@ -64,8 +65,12 @@ class StartInfo(NamedTuple):
     """How the initial state was chosen: ``laplace`` (the Laplace start was used),
     ``steps`` (L-BFGS iterations of every start, 0 without), ``grad_norm`` (||grad log p||
     there), what the extra starts found (:class:`advi.multistart.MultiStart`'s ``note`` and
-    ``warn``), and ``scaled``: the Laplace start also set q's scales from the Hessian (False
-    above :data:`advi.laplace.HESSIAN_MAX_DIM`, where only the means move to the mode)."""
+    ``warn``), ``scaled``: the Laplace start also set q's scales from the Hessian (False
+    above :data:`advi.laplace.HESSIAN_MAX_DIM`, where only the means move to the mode), and
+    ``resolution``: float32's spacing at the start's mode in Laplace sds
+    (:func:`advi.precision.start_resolution`; 0 without a mode), and
+    ``log_p_spacing``: float32's spacing of log p there, nats
+    (:func:`advi.precision.log_p_spacing`; 0 without the Laplace start)."""
 
     laplace: bool
     steps: int
@@ -73,6 +78,8 @@ class StartInfo(NamedTuple):
     note: str | None = None
     warn: bool = False
     scaled: bool = False
+    resolution: float = 0.0
+    log_p_spacing: float = 0.0
 
 
 class ChunkMoments(NamedTuple):
@@ -294,7 +301,9 @@ class CompiledADVI:
                                                    (batch_key, self.target.data), int(seed),
                                                    extra_starts)
             info = StartInfo(start.ok, start.steps, start.grad_norm, note, warn,
-                             scaled=start.ok and done.laplace.precision is not None)
+                             scaled=start.ok and done.laplace.precision is not None,
+                             resolution=start_resolution(start),
+                             log_p_spacing=log_p_spacing(start.log_p))
             if start.ok:
                 params = start.params
         return keys, done.begin(params), info

@@ -17,14 +17,14 @@ import math
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from . import robust
+from . import precision, robust
 from .cache import enable_default_cache
 from .checks import end_of_fit_warnings
 from .compiled import CompiledADVI, CompileSpec
@@ -181,6 +181,39 @@ def fit(
     """
     o = resolve(preset, options)
     _check_key(rng_key)
+    with precision.scope(o.dtype):
+        begun = _begin(model, model_args, model_kwargs, o, rng_key, clock)
+    info = begun.start_info
+    shortfall = precision.float32_shortfall(o.dtype, info.resolution, bool(info.laplace),
+                                            info.log_p_spacing)
+    if shortfall is not None:
+        logger.info("%s: the fit runs again in float64 (dtype='auto')", shortfall)
+        with precision.scope("float64"):
+            again = _begin(model, model_args, model_kwargs, o, rng_key, clock)
+        begun = again._replace(compile_s=begun.compile_s + again.compile_s,
+                               start_s=begun.start_s + again.start_s, promoted=shortfall)
+    with precision.scope_of(begun.state0.params):
+        return _finish(begun, o, checkpoint, clock)
+
+
+class _Begun(NamedTuple):
+    """A fit up to its main loop: the compiled functions, keys (adapt, run, elbo), the
+    initial state, how it was chosen, and seconds of compilation and of the start; where
+    ``dtype="auto"`` refitted in float64, why (:func:`advi.precision.float32_shortfall`;
+    else None)."""
+
+    compiled: CompiledADVI
+    keys: tuple[Array, Array, Array]
+    state0: ADVIState
+    start_info: Any
+    compile_s: float
+    start_s: float
+    promoted: str | None = None
+
+
+def _begin(model: Callable | Target, model_args: tuple, model_kwargs: dict | None,
+           o: Options, rng_key: Array, clock: Clock) -> _Begun:
+    """The target, its compiled functions and the start, in JAX's current default float."""
     target = _target(model, model_args, model_kwargs, o)
     _check_size(target, o)
     opt = get_optimizer(o.optimizer)
@@ -188,20 +221,28 @@ def fit(
     begun = clock()
     compiled = _compile(target, o, opt)
     start = clock()
-    compile_s = start - begun
-    logger.info("compiled in %.1f s", compile_s)
-    (adapt_key, run_key, elbo_key), state0, start_info = compiled.setup(
-        rng_key, extra_starts=o.laplace_starts - 1)
-    _report_start(o, start_info, clock() - start)
+    logger.info("compiled in %.1f s", start - begun)
+    keys, state0, start_info = compiled.setup(rng_key, extra_starts=o.laplace_starts - 1)
+    start_s = clock() - start
+    _report_start(o, start_info, start_s)
+    return _Begun(compiled, keys, state0, start_info, start - begun, start_s)
+
+
+def _finish(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock
+            ) -> ADVIResult:
+    """The eta search (where eta is None), the main loop and the end-of-fit checks."""
+    compiled, state0, start_info = begun.compiled, begun.state0, begun.start_info
+    adapt_key, run_key, elbo_key = begun.keys
+    start = clock()
     eta, eta_adapted = o.eta, o.eta is None
     if eta_adapted:
         eta = _adapt_eta(compiled, state0, adapt_key, o.adapt_iter)
-    adapt_s = clock() - start
+    adapt_s = begun.start_s + clock() - start
     result = _run(compiled, state0, float(eta), o, run_key=run_key, elbo_key=elbo_key,
                   burn_in=not start_info.scaled, checkpoint=checkpoint, clock=clock,
                   wall_s=adapt_s, result_fields=dict(
-                      compile_s=compile_s, adapt_s=adapt_s, eta_adapted=eta_adapted,
-                      start=_start_name(o, start_info)))
+                      compile_s=begun.compile_s, adapt_s=adapt_s, eta_adapted=eta_adapted,
+                      start=_start_name(o, start_info, begun.promoted)))
     if o.family == "fullrank":
         result = checked_fullrank(result, state0.params if start_info.laplace else None)
     fell_back = (result.start if o.start == "laplace" and not bool(start_info.laplace)
@@ -280,12 +321,18 @@ def _check_size(target: Target, o: Options) -> None:
         )
 
 
-def _start_name(o: Options, info: Any) -> str:
+def _start_name(o: Options, info: Any, promoted: str | None = None) -> str:
+    """``ADVIResult.start``: how q started, and why the fit ran in float64 where it was
+    promoted."""
     if o.start != "laplace":
         return f"init={o.init}"
     if bool(info.laplace):
-        return f"laplace ({int(info.steps)} L-BFGS steps)"
-    return f"init={o.init} (no usable mode after {int(info.steps)} L-BFGS steps)"
+        name = f"laplace ({int(info.steps)} L-BFGS steps)"
+    else:
+        name = f"init={o.init} (no usable mode after {int(info.steps)} L-BFGS steps)"
+    if promoted is None:
+        return name
+    return f"{name}; float64 ({promoted})"
 
 
 def _khat_weights(compiled: CompiledADVI, params: Any, elbo_key: Array, khat_samples: int

@@ -75,6 +75,9 @@ class LaplaceStart(NamedTuple):
         grad_norm: float, ||grad log p|| at the returned point.
         sd: (K,) float64 on the host, q's marginal standard deviations at the start (so
             that callers on the host need no device op, which would compile).
+        log_p: float, log p (nats) at the returned point.
+        newton_sd: float, the largest Newton step |((-H)^-1 g)_k| there in Laplace sds (inf
+            where -H is not positive definite or not formed).
     """
 
     params: Any
@@ -82,6 +85,8 @@ class LaplaceStart(NamedTuple):
     steps: int
     grad_norm: float
     sd: np.ndarray
+    log_p: float = float("nan")
+    newton_sd: float = float("inf")
 
 
 class LogDensityFunctions(NamedTuple):
@@ -260,11 +265,13 @@ def laplace_start(
     grad_norm = float(np.linalg.norm(grad))
     dim = mode.shape[-1]
     sd, scale = np.ones(dim), None  # scale: full-rank q's Cholesky factor, where definite
+    newton = np.inf
     if precision is None:
         ok = bool(np.all(np.isfinite(grad)) and grad_norm <= GRAD_RTOL * max(1.0, abs(value)))
     else:
         definite, newton_sd = _newton_sd(precision, grad)
-        ok = definite and bool(np.all(np.isfinite(newton_sd)) and newton_sd.max() < MODE_SD_TOL)
+        newton = float(np.max(newton_sd)) if np.all(np.isfinite(newton_sd)) else np.inf
+        ok = definite and newton < MODE_SD_TOL
         diag = np.diagonal(precision)
         sd = 1 / np.sqrt(np.where(diag > 0, diag, 1.0))
         if definite and family.name == "fullrank":
@@ -274,6 +281,7 @@ def laplace_start(
     mu = _cast(mode, dtype)
     if family.name == "fullrank":
         scale = np.diag(sd) if scale is None else scale
-        return LaplaceStart(FullRankParams(mu, _cast(scale, dtype)), ok, steps, grad_norm, sd)
+        return LaplaceStart(FullRankParams(mu, _cast(scale, dtype)), ok, steps, grad_norm, sd,
+                            float(value), newton)
     return LaplaceStart(MeanFieldParams(mu, _cast(np.log(sd), dtype)), ok, steps, grad_norm,
-                        sd)
+                        sd, float(value), newton)

@@ -17,6 +17,7 @@ import numpy as np
 import optax
 
 from .families import FAMILIES, INIT_SCHEMES
+from .precision import DTYPES
 from .step_size import get_optimizer
 
 STARTS = ("init", "laplace")
@@ -75,6 +76,10 @@ class Options:
         laplace_starts: L-BFGS starts of the Laplace start, >= 1: the one from the initial
             mean and laplace_starts - 1 from U(-2, 2), which move the fit to a better mode
             or warn of another mode of comparable mass (:mod:`advi.multistart`).
+        dtype: the fit's float type (:mod:`advi.precision`): None (JAX's default, float32
+            unless ``jax_enable_x64`` is set), "float32", "float64", or "auto" (float32,
+            refitted in float64 where float32 cannot resolve q at the Laplace start's mode;
+            needs ``start="laplace"``).
 
     Raises:
         ValueError: on construction (and :meth:`replace`), naming the first invalid option,
@@ -100,6 +105,7 @@ class Options:
     precondition: bool = False
     fullrank_max_dim: int = 5000
     laplace_starts: int = 5
+    dtype: str | None = None
 
     def __post_init__(self) -> None:
         _check_choice("family", self.family, tuple(FAMILIES))
@@ -126,6 +132,11 @@ class Options:
         _check_choice("stop", self.stop, STOPS)
         if not isinstance(self.precondition, (bool, np.bool_)):
             raise ValueError(f"precondition={self.precondition!r} must be True or False")
+        _check_choice("dtype", self.dtype, DTYPES)
+        if self.dtype == "auto" and self.start != "laplace":
+            raise ValueError("dtype='auto' measures float32's resolution at the Laplace "
+                             f"start's mode and needs start='laplace' (got start={self.start!r}); "
+                             "use dtype=None, 'float32' or 'float64'")
 
     def replace(self, **overrides: Any) -> Options:
         """A copy with ``overrides`` put over these values, checked as on construction.

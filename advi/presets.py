@@ -1,7 +1,7 @@
 """The presets of :func:`advi.fit`: named, frozen :class:`advi.Options` values.
 
 ``"stan"`` is ``Options()``, whose defaults (:mod:`advi.options`) are Stan's; ``"robust"``
-overrides six of them, here and nowhere else.
+overrides eight of them, here and nowhere else.
 
 ``"stan"`` is Stan's ADVI (``stan/variational/advi.hpp``, CmdStan's defaults) and the
 paper's algorithm: random initial mean, unit scales, Stan's step-size sequence with the eta
@@ -25,6 +25,9 @@ to say when it got there:
 - stop: split R-hat of the iterates over the second half of the run below 1.1, then the
   iterate average over that window (:mod:`advi.stationarity`; Dhaka et al. 2020,
   Welandawe et al. 2022), instead of the relative-ELBO rule;
+- precision: float32, refitted in float64 where float32 cannot resolve q at the Laplace
+  start's mode (``dtype="auto"``, :mod:`advi.precision`: unstandardised data such as a
+  mean of 1e6 with sd 0.1);
 - draws per gradient by family (``grad_samples=None``): 1 for mean-field,
   :data:`FULLRANK_GRAD_SAMPLES` for full-rank.
 """
@@ -51,7 +54,7 @@ seeds (10,000 on the fifth), within 0.10 posterior sd of the optimum's constrain
 PRESETS: Mapping[str, Options] = MappingProxyType({
     "stan": Options(),
     "robust": Options(grad_samples=None, eta=0.1, eval_elbo=50, optimizer="adam(b2=0.99)",
-                      start="laplace", stop="rhat", precondition=True),
+                      start="laplace", stop="rhat", precondition=True, dtype="auto"),
 })
 """Read-only: preset name -> its :class:`advi.Options` (frozen)."""
 

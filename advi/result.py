@@ -14,6 +14,7 @@ from jax import Array
 from .diagnostics import pareto_khat
 from .families import Family, standard_normal
 from .linear_response import LR_DRAWS, covariance
+from .precision import scope_of
 
 
 class Approximation(NamedTuple):
@@ -30,22 +31,36 @@ class Approximation(NamedTuple):
     target: Any
 
     def sample_zeta(self, rng_key: Array, num_samples: int) -> Array:
-        """Draws from q in zeta-space, shape (num_samples, K)."""
-        return _draw_zeta(self.family.transform, self.params, rng_key, num_samples)
+        """Draws from q in zeta-space, shape (num_samples, K), in q's dtype."""
+        with scope_of(self.params):
+            return _draw_zeta(self.family.transform, self.params, rng_key, num_samples)
 
     def sample(self, rng_key: Array, num_samples: int) -> dict[str, Array]:
         """Constrained draws theta = T^-1(zeta), zeta ~ q, in one compiled call (reused by
         later fits of the same model and shapes, see ``Target.cache_key``).
 
         Returns:
-            dict site name -> array of shape (num_samples, *site_shape).
+            dict site name -> array of shape (num_samples, *site_shape): JAX arrays of
+            q's dtype, or, after a float64 fit (:mod:`advi.precision`), float64 NumPy
+            arrays, so that later operations keep float64 where JAX's default is float32.
         """
         sampler = _sampler(self.target.cache_key, self.family, self.target.constrain_fn)
-        return sampler(self.params, rng_key, num_samples, self.target.data)
+        with scope_of(self.params):
+            return _host_if_float64(sampler(self.params, rng_key, num_samples,
+                                            self.target.data))
 
     def mean(self) -> dict[str, Array]:
-        """The constrained image T^-1(mu) of the mean of q (not the mean of theta)."""
-        return self.target.constrain(self.params.mu)
+        """The constrained image T^-1(mu) of the mean of q (not the mean of theta); arrays
+        as :meth:`sample`'s."""
+        with scope_of(self.params):
+            return _host_if_float64(self.target.constrain(self.params.mu))
+
+
+def _host_if_float64(tree: Any) -> Any:
+    """``tree`` with its float64 JAX arrays as NumPy arrays (JAX would truncate them to
+    float32 in any later operation outside a float64 scope)."""
+    return jax.tree.map(
+        lambda x: np.asarray(x) if np.dtype(x.dtype) == np.float64 else x, tree)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 3))
@@ -181,7 +196,10 @@ class ADVIResult:
         or None (see ``khat_weights_fn``). Drawn on first access: by :func:`advi.fit`'s
         end-of-fit k-hat check (:mod:`advi.checks`), which keeps them here; the robust
         preset compiles its ELBO function only then."""
-        return None if self.khat_weights_fn is None else self.khat_weights_fn()
+        if self.khat_weights_fn is None:
+            return None
+        with scope_of(self.params):
+            return self.khat_weights_fn()
 
     @functools.cached_property
     def pareto_khat(self) -> float | None:
@@ -215,7 +233,8 @@ class ADVIResult:
         ``LinearResponseWarning`` names the coordinates where the posterior is too far from
         Gaussian for it). See :func:`advi.linear_response.covariance` for the arguments,
         warnings and errors."""
-        return covariance(self.approximation, method, rng_key, num_draws)
+        with scope_of(self.params):
+            return covariance(self.approximation, method, rng_key, num_draws)
 
 
 class ADVIError(RuntimeError):

@@ -69,7 +69,9 @@ def check_never_silent(model, args, exact_mean, exact_sd, preset, seed):
             assert str(err), "an error without a message"
             return
     # the mean of q in the constrained space (4,000 draws), against the posterior mean
-    mean = float(jnp.mean(result.sample(jax.random.PRNGKey(seed + 1), 4000)["theta"]))
+    # (in NumPy's float64: jnp.mean would round a float64 fit's draws to float32)
+    draws = np.asarray(result.sample(jax.random.PRNGKey(seed + 1), 4000)["theta"], np.float64)
+    mean = float(np.mean(draws))
     off = abs(mean - exact_mean) / exact_sd
     # a warning that says the result is off: the end-of-fit checks', each naming a remedy
     warned = [str(w.message) for w in caught

@@ -1,0 +1,141 @@
+"""The floating-point precision of a fit: float32 (JAX's default), float64, or float32 unless
+float32 cannot resolve q (``dtype="auto"``, the robust preset).
+
+A float32 number near x is only known to ``spacing(x)``, about 6e-8 |x|. A posterior whose
+mean is large against its standard deviation (unstandardised data: a mean of 1e6 with sd
+0.1) cannot be represented in float32 at all: q's mean moves in steps of 0.06 there, 0.6
+posterior sds, and at 1e8 the data themselves are rounded to multiples of 8. No step size,
+start or rescaling of the parameters fixes that, because the model's own arithmetic is in
+float32. ``dtype="auto"`` therefore measures, at the Laplace start's mode (or the best point
+its L-BFGS reached), the worst coordinate's float32 spacing in units of its Laplace sd
+(:func:`resolution`), and where that exceeds :data:`RESOLUTION_SD` (or where the start was
+refused because float32 could not resolve log p, :data:`LOG_P_SPACING`) runs the fit again,
+from the start, in float64 (:func:`float32_shortfall`). Everything computed later from a float64 q
+(draws, k-hat, covariances) runs in float64 too (:func:`scope_of`).
+
+The switch uses JAX's public context manager ``jax.enable_x64`` (JAX >= 0.8), which is local
+to the calling thread and leaves the process's global setting alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .laplace import LaplaceStart
+
+DTYPES = (None, "float32", "float64", "auto")
+"""Values of the ``dtype`` option: None follows JAX's default float (float32 unless
+``jax_enable_x64`` is set), "float32" and "float64" force it for the fit, "auto" is float32
+promoted to float64 where float32 cannot resolve q."""
+
+RESOLUTION_SD = 0.01
+"""``dtype="auto"`` refits in float64 when some coordinate's float32 spacing at the start's
+mode exceeds this many of its Laplace standard deviations. Not the 0.1 sd the result must
+reach, but ten times less: near the optimum the robust preset's steps are eta = 0.1 q-sds
+times Adam's direction, often 0.1-0.5, and a step smaller than half the spacing leaves the
+mean where it is, so the iterates stall. Measured (``benchmarks/bench_scale.py``, seeds
+0-2): at a mean of 1e5 with sd 0.1 (spacing 0.078 sd) float32 stalled 0.42 sd off on two
+seeds of three; at 1e4 (0.0098 sd) all three were within 0.07 sd."""
+
+ROUNDING_STEPS = 10.0
+"""A refused Laplace start whose Newton step is within this many float32 resolutions
+(:func:`start_resolution`) stopped at a mode up to rounding."""
+
+LOG_P_SPACING = 1.0
+"""``dtype="auto"`` also refits in float64 when the Laplace start was refused where float32's
+spacing of log p exceeds this many nats."""
+
+
+@contextlib.contextmanager
+def scope(dtype: str | None) -> Iterator[None]:
+    """A context in which JAX's default float is ``dtype``'s ("float32", "float64"); None
+    and "auto" leave it as it is (the caller's setting).
+
+    Raises:
+        ValueError: for a value not in :data:`DTYPES`.
+    """
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype={dtype!r} is not valid; use one of {DTYPES}")
+    if dtype in ("float32", "float64"):
+        with jax.enable_x64(dtype == "float64"):
+            yield
+    else:
+        yield
+
+
+def scope_of(params: Any) -> contextlib.AbstractContextManager:
+    """The context for computations on the parameters ``params`` (a pytree of arrays whose
+    first leaf gives the dtype): float64 where they are float64, so that JAX does not
+    truncate them to float32 outside the fit that made them; else the caller's setting."""
+    leaf = jax.tree.leaves(params)[0]
+    return scope("float64" if np.dtype(leaf.dtype) == np.float64 else None)
+
+
+def resolution(mode: Any, sd: np.ndarray) -> float:
+    """The worst coordinate's float32 spacing at ``mode`` in units of ``sd``.
+
+    Args:
+        mode: (K,) the point q starts at (the Laplace start's mode, or the best point its
+            L-BFGS reached).
+        sd: (K,) positive standard deviations there (the Laplace start's).
+
+    Returns:
+        max_k spacing_float32(mode_k) / sd_k, a float >= 0 (0 where ``sd`` is not finite
+        or not positive: nothing to compare with).
+    """
+    mode32 = np.abs(np.asarray(mode, np.float64)).astype(np.float32)
+    sd = np.asarray(sd, np.float64)
+    usable = np.isfinite(sd) & (sd > 0) & np.isfinite(mode32)
+    if not np.any(usable):
+        return 0.0
+    return float(np.max(np.spacing(mode32[usable]).astype(np.float64) / sd[usable]))
+
+
+def start_resolution(start: LaplaceStart) -> float:
+    """:func:`resolution` at the Laplace start's point where that point is a mode up to
+    float32's rounding: the start was accepted, or it was refused with a Newton step of at
+    most :data:`ROUNDING_STEPS` times that resolution (L-BFGS stopped within rounding of
+    the mode: a normal mean of 1e6 with sd 0.1, resolution 0.62 sd, Newton step 0.21 sd);
+    else 0. A start refused because there is no mode (a funnel, whose -H is not definite
+    where L-BFGS stopped, or whose Newton step is large) says nothing about float32."""
+    found = resolution(start.params.mu, start.sd)
+    if start.ok or start.newton_sd <= ROUNDING_STEPS * found:
+        return found
+    return 0.0
+
+
+def log_p_spacing(log_p: float) -> float:
+    """float32's spacing at the log density ``log_p`` (nats): the smallest change of log p
+    that float32 can show there (inf where ``log_p`` is not finite)."""
+    if not np.isfinite(log_p):
+        return float("inf")
+    return float(np.spacing(np.float32(abs(log_p))))
+
+
+def float32_shortfall(dtype: str | None, resolution_sd: float, start_ok: bool,
+                      log_p_spacing_nats: float) -> str | None:
+    """Why a fit run in JAX's current default float must run again in float64, or None.
+
+    Only with ``dtype="auto"`` where that default is float32. Either float32 cannot
+    represent q's mean to :data:`RESOLUTION_SD` of its sd at the start's mode
+    (``resolution_sd``, :func:`resolution`), or the Laplace start was refused
+    (``start_ok`` False) where float32 cannot tell apart log densities
+    :data:`LOG_P_SPACING` nats apart at the best point L-BFGS reached
+    (``log_p_spacing_nats``, :func:`log_p_spacing`): its line search then sees no decrease
+    and stops far from the mode (a normal mean of 1e8: log p = -5e17 at the start, whose
+    float32 spacing is 3e10 nats).
+    """
+    if dtype != "auto" or jnp.result_type(float) != jnp.float32:
+        return None
+    if resolution_sd > RESOLUTION_SD:
+        return f"float32 resolves q's mean to only {resolution_sd:.2g} sd at the start's mode"
+    if not start_ok and log_p_spacing_nats > LOG_P_SPACING:
+        return (f"float32 resolves log p to only {log_p_spacing_nats:.2g} nats where the "
+                "Laplace start's L-BFGS stopped")
+    return None

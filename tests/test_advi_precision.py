@@ -1,0 +1,134 @@
+"""advi.precision and the dtype option: the robust preset reaches the exact posterior of a
+normal mean on unstandardised data, in float64 where float32 cannot
+resolve it, and a float64 result stays float64 outside the fit."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+
+import advi
+from advi import precision
+
+PRIOR_SD = 1e9
+
+
+def normal_mean(y):
+    mu = numpyro.sample("mu", dist.Normal(0.0, PRIOR_SD))
+    with numpyro.plate("data", y.shape[0]):
+        numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+
+def exact(y):
+    """Exact posterior mean and sd of mu (conjugate normal, float64)."""
+    prec = y.size + PRIOR_SD**-2
+    return np.sum(y) / prec, prec**-0.5
+
+
+def data(scale, seed=0, size=100):
+    return scale + np.random.default_rng(seed).normal(size=size)
+
+
+def robust_fit(y, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # an end-of-fit warning fails
+        return advi.fit(normal_mean, y, rng_key=jax.random.PRNGKey(0), preset="robust",
+                        **options)
+
+
+def test_resolution_is_float32_spacing_in_sds():
+    # spacing of float32 at 1e6 is 2**-4; at 1 it is 2**-23
+    assert precision.resolution(np.array([1e6, 1.0]), np.array([0.1, 1.0])) == pytest.approx(
+        2**-4 / 0.1)
+    assert precision.resolution(np.array([1.0]), np.array([1.0])) == pytest.approx(2**-23)
+    # sds that are not usable are skipped
+    assert precision.resolution(np.array([1e6]), np.array([np.nan])) == 0.0
+    assert precision.log_p_spacing(-5e17) == pytest.approx(2.0**35)
+    assert precision.log_p_spacing(float("-inf")) == float("inf")
+
+
+def test_a_refused_start_counts_only_within_rounding_of_a_mode():
+    def start(ok, newton_sd):
+        params = advi.MeanFieldParams(np.array([1e6], np.float32), np.log([0.1]))
+        return advi.LaplaceStart(params, ok, 5, 0.0, np.array([0.1]), -160.0, newton_sd)
+
+    assert precision.start_resolution(start(True, 0.01)) == pytest.approx(0.625)
+    assert precision.start_resolution(start(False, 0.21)) == pytest.approx(0.625)
+    assert precision.start_resolution(start(False, 1e3)) == 0.0  # far from any mode
+    assert precision.start_resolution(start(False, float("inf"))) == 0.0  # -H not definite
+
+
+def test_shortfall_only_for_auto_in_float32():
+    assert precision.float32_shortfall("auto", 0.5, True, 0.0) is not None
+    assert "log p" in precision.float32_shortfall("auto", 0.0, False, 10.0)
+    assert precision.float32_shortfall("auto", 0.0, True, 10.0) is None  # start accepted
+    assert precision.float32_shortfall(None, 0.5, True, 0.0) is None
+    with jax.enable_x64(True):  # already float64: nothing to promote
+        assert precision.float32_shortfall("auto", 0.5, True, 0.0) is None
+
+
+def test_scope_sets_the_default_float_and_restores_it():
+    before = jnp.result_type(float)
+    with precision.scope("float64"):
+        assert jnp.result_type(float) == jnp.float64
+        with precision.scope("float32"):
+            assert jnp.result_type(float) == jnp.float32
+    assert jnp.result_type(float) == before
+    with pytest.raises(ValueError, match="dtype='float16' is not valid"):
+        with precision.scope("float16"):
+            pass
+
+
+def test_invalid_dtype_option_is_named():
+    with pytest.raises(ValueError, match=r"dtype='half' is not valid.*float64"):
+        advi.fit(normal_mean, data(1.0), rng_key=jax.random.PRNGKey(0), dtype="half")
+    with pytest.raises(ValueError, match="needs start='laplace'"):
+        advi.fit(normal_mean, data(1.0), rng_key=jax.random.PRNGKey(0), dtype="auto")
+
+
+@pytest.mark.parametrize("scale, dtype", [(1e2, "float32"), (1e5, "float64"),
+                                          (1e8, "float64")])
+def test_robust_reaches_the_exact_posterior_at_any_scale(scale, dtype):
+    """Within 0.1 posterior sd at data around 1e2, 1e5 and 1e8 in the
+    library's default float32, switching to float64 where float32 cannot resolve q (at 1e5
+    its spacing is 0.08 sd; at 1e8 the float32 start cannot even see log p decrease)."""
+    y = data(scale)
+    mean, sd = exact(y)
+    result = robust_fit(y)
+    assert result.params.mu.dtype == np.dtype(dtype)
+    assert result.convergence_reason == "rhat"
+    assert abs(float(result.params.mu[0]) - mean) / sd < 0.1
+    assert ("float64" in result.start) == (dtype == "float64")
+    assert jnp.result_type(float) == jnp.float32  # the process's setting is untouched
+    draws = result.sample(jax.random.PRNGKey(1), 4000)["mu"]
+    assert draws.dtype == np.dtype(dtype)  # not truncated to float32 outside the fit
+    assert abs(float(np.mean(draws)) - mean) / sd < 0.1
+    assert float(np.std(draws)) == pytest.approx(sd, rel=0.25)
+    assert abs(float(result.mean()["mu"]) - mean) / sd < 0.1
+
+
+def test_explicit_dtype_overrides_the_process_setting():
+    y = data(1.0)
+    stan64 = advi.fit(normal_mean, y, rng_key=jax.random.PRNGKey(0), dtype="float64",
+                      max_iter=200)
+    assert stan64.params.mu.dtype == np.float64
+    assert stan64.khat_log_weights.dtype == np.float64
+    with jax.enable_x64(True):  # a user with x64 on asks for one float32 fit
+        fit32 = robust_fit(y, dtype="float32")
+    assert fit32.params.mu.dtype == np.float32
+    mean, sd = exact(y)
+    assert abs(float(fit32.params.mu[0]) - mean) / sd < 0.1
+
+
+def test_float32_pinned_at_1e6_warns_instead():
+    """dtype="float32" keeps the fit in float32 where it cannot resolve q; the end-of-fit
+    checks then say so (never silent) and name the float64 remedy."""
+    y = data(1e6)
+    with pytest.warns(RuntimeWarning, match='dtype="float64"'):
+        result = advi.fit(normal_mean, y, rng_key=jax.random.PRNGKey(0), preset="robust",
+                          dtype="float32")
+    assert result.params.mu.dtype == np.float32
