@@ -21,49 +21,48 @@ relative tolerance     ``tol_rel_obj``, checked every ``eval_elbo`` iterations
 =====================  ==========================================================
 """
 
-from .algorithm import Algorithm, algorithm
+from importlib.metadata import PackageNotFoundError, version
+
+from .algorithm import algorithm
 from .cache import enable_compilation_cache
-from .convergence import ConvergenceMonitor
 from .diagnostics import pareto_khat
-from .elbo import elbo_estimate, elbo_grad
+from .elbo import elbo_grad
 from .families import FULLRANK, MEANFIELD, FullRankParams, MeanFieldParams, get_family
-from .fit import ETA_GRID, fit
-from .laplace import LaplaceStart, LogDensityFunctions, laplace_start, log_density_functions
+from .fit import fit
+from .laplace import laplace_start, log_density_functions
 from .linear_response import LinearResponseWarning
 from .options import OPTIONS, Options
 from .presets import PRESETS
-from .result import ADVIError, ADVIResult, Approximation, CheckpointInfo, ELBOHistory
-from .stationarity import split_rhat
-from .step import ADVIState, StepInfo
+from .result import ADVIError, ADVIResult, Approximation
 from .step_size import get_optimizer, scale_by_stan_step_size
 from .target import Target, from_log_density, from_numpyro
 
+try:
+    __version__ = version("advi-repro")
+    """The installed distribution's version (``advi-repro``)."""
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
+
+# What a user calls. The types these return or take (advi.algorithm's Algorithm, the
+# step's ADVIState and StepInfo, CheckpointInfo, ELBOHistory, LaplaceStart, ...) stay
+# reachable through their modules (from advi.result import CheckpointInfo).
 __all__ = [
     "ADVIError",
-    "Algorithm",
     "ADVIResult",
-    "ADVIState",
-    "LaplaceStart",
+    "Approximation",
+    "FULLRANK",
+    "FullRankParams",
     "LinearResponseWarning",
-    "LogDensityFunctions",
+    "MEANFIELD",
+    "MeanFieldParams",
     "OPTIONS",
     "Options",
     "PRESETS",
-    "StepInfo",
-    "Approximation",
-    "CheckpointInfo",
-    "ConvergenceMonitor",
-    "ELBOHistory",
-    "ETA_GRID",
-    "FULLRANK",
-    "FullRankParams",
-    "MEANFIELD",
-    "MeanFieldParams",
     "Target",
+    "__version__",
     "algorithm",
-    "elbo_estimate",
-    "enable_compilation_cache",
     "elbo_grad",
+    "enable_compilation_cache",
     "fit",
     "from_log_density",
     "from_numpyro",
@@ -73,5 +72,4 @@ __all__ = [
     "log_density_functions",
     "pareto_khat",
     "scale_by_stan_step_size",
-    "split_rhat",
 ]

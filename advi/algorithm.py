@@ -23,7 +23,7 @@ instead of baking them in as constants, and the algorithm keeps no reference to 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import jax.numpy as jnp
 import optax
@@ -87,8 +87,9 @@ def algorithm(
     """
     fam = family if isinstance(family, Family) else get_family(family)
     opt = get_optimizer(optimizer)
-    grad_samples = resolve(Options(family=fam.name, optimizer=opt, grad_samples=grad_samples,
-                                   precondition=precondition, init=init), {}).grad_samples
+    draws = cast(int, resolve(Options(  # resolve() turns None into the family's M
+        family=fam.name, optimizer=opt, grad_samples=grad_samples, precondition=precondition,
+        init=init), {}).grad_samples)
     bare = target._replace(data=None)
 
     def init_fn(rng_key: Array | None, params: Any = None) -> ADVIState:
@@ -99,7 +100,7 @@ def algorithm(
     def step_fn(state: ADVIState, rng_key: Array, eta: float | Array, data: Any
                 ) -> tuple[ADVIState, StepInfo]:
         return step(bare._replace(data=data), state, rng_key, eta, family=fam, optimizer=opt,
-                    grad_samples=grad_samples, precondition=precondition)
+                    grad_samples=draws, precondition=precondition)
 
     def sample_fn(params: Any, rng_key: Array, num_samples: int) -> Array:
         return Approximation(fam, params, bare).sample_zeta(rng_key, num_samples)

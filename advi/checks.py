@@ -139,7 +139,8 @@ def scaled_gradient_fn(target: Any, family: Family) -> Callable:
     log_density_fn = target.log_density_fn
 
     @jax.jit
-    def gradient_check(params: Any, rng_key: Array, data: Any) -> tuple[Array, Array, Array]:
+    def gradient_check(params: Any, rng_key: Array, data: Any
+                       ) -> tuple[tuple[Array, Array, Array], tuple[Array, Array, Array]]:
         dim, dtype = params.mu.shape[-1], params.mu.dtype
         eps_key, batch_key = jax.random.split(rng_key)
         eps = standard_normal(eps_key, (GRAD_DRAWS, dim), dtype)

@@ -40,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jax import Array
+from jax.typing import ArrayLike
 
 from .algorithm import Algorithm, algorithm
 from .checks import scaled_gradient_fn
@@ -58,7 +59,7 @@ MINIBATCH_ELBO_BATCH = 5
 CACHE_SIZE = 16
 """Configurations whose compiled functions are kept per process."""
 
-_CACHE: collections.OrderedDict[Hashable, tuple] = collections.OrderedDict()
+_CACHE: collections.OrderedDict[Hashable, _Compiled] = collections.OrderedDict()
 
 
 class StartInfo(NamedTuple):
@@ -153,7 +154,7 @@ class _LazyELBO:
         self.jitted = jax.jit(_make_elbo(target, family, S))
         self.compiled: Callable | None = None
 
-    def __call__(self, params: Any, key: Array, salt: Array, data: Any) -> Any:
+    def __call__(self, params: Any, key: Array, salt: ArrayLike, data: Any) -> Any:
         if self.compiled is None:
             self.compiled = self.jitted.lower(params, key, salt, data).compile()
         return self.compiled(params, key, salt, data)
@@ -166,7 +167,7 @@ def _make_init(target: Target, family: Family, init: str) -> Callable:
         batch_key = jax.random.fold_in(keys[0], 1)
         # seeds the extra Laplace starts' inits on the host
         seed = jax.random.key_data(batch_key).ravel()[-1]
-        return tuple(keys[1:]), params, batch_key, seed
+        return (keys[1], keys[2], keys[3]), params, batch_key, seed
 
     return initialise
 
@@ -284,7 +285,7 @@ class CompiledADVI:
         self._done: _Compiled = done
 
     def setup(self, rng_key: Array, extra_starts: int = EXTRA_STARTS
-              ) -> tuple[tuple[Array, ...], ADVIState, StartInfo]:
+              ) -> tuple[tuple[Array, Array, Array], ADVIState, StartInfo]:
         """Keys (adapt, run, elbo), the initial state and how it was chosen (with the
         Laplace start, L-BFGS runs here, on the host, from the initial mean and from
         ``extra_starts`` more inits: :func:`advi.multistart.multistart_laplace`).

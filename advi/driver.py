@@ -17,9 +17,9 @@ each chunk and the rule's look at it are counted, the checkpoint hook is not.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
-import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -41,7 +41,7 @@ _PACKAGE = str(Path(__file__).parent)
 def warn(message: str) -> None:
     """A ``RuntimeWarning`` attributed to the first caller outside this package (as
     pandas' ``find_stack_level`` does), whatever the depth it is raised at."""
-    frame, level = sys._getframe(1), 2
+    frame, level = inspect.currentframe(), 1
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, RuntimeWarning, stacklevel=level)
@@ -129,12 +129,14 @@ class _Record:
     def outcome(self, rule: StoppingRule, params: Any, state: ADVIState, converged: bool,
                 reason: str) -> Outcome:
         rows = self.rows
-        column = [[getattr(r, name) for _, r, _, _ in rows] for name in Row._fields]
+        column = {name: np.array([getattr(r, name) for _, r, _, _ in rows], float)
+                  for name in Row._fields}
         history = ELBOHistory(
-            np.array([it for it, _, _, _ in rows], int), *(np.array(c, float) for c in column[:4]),
+            np.array([it for it, _, _, _ in rows], int), column["elbo"], column["rel_change"],
+            column["rel_mean"], column["rel_median"],
             np.array([eta for _, _, eta, _ in rows], float),
             np.array([s for _, _, _, s in rows], float),
-            np.array(column[4], float) if rule.reports_rhat else None)
+            column["rhat"] if rule.reports_rhat else None)
         return Outcome(params, state, self.eta, converged, reason, history, self.wall_s,
                        tuple(self.restarts), tuple(self.notes))
 

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
 INIT_SCHEMES = ("random", "zero", "stan")
@@ -46,8 +47,8 @@ class MeanFieldParams(NamedTuple):
         omega: (K,) float, log standard deviations (paper: omega = log sigma).
     """
 
-    mu: Array
-    omega: Array
+    mu: Array | np.ndarray
+    omega: Array | np.ndarray
 
 
 class FullRankParams(NamedTuple):
@@ -58,8 +59,8 @@ class FullRankParams(NamedTuple):
         L: (K, K) float, Cholesky factor of the covariance; only the lower triangle is used.
     """
 
-    mu: Array
-    L: Array
+    mu: Array | np.ndarray
+    L: Array | np.ndarray
 
 
 class Family(NamedTuple):
@@ -98,7 +99,7 @@ def _meanfield_init(rng_key: Array, dim: int, scheme: str = "random") -> MeanFie
 
 
 def _meanfield_transform(params: MeanFieldParams, eps: Array) -> Array:
-    return params.mu + jnp.exp(params.omega) * eps
+    return jnp.asarray(params.mu) + jnp.exp(params.omega) * eps
 
 
 def _meanfield_entropy(params: MeanFieldParams) -> Array:
@@ -121,7 +122,7 @@ def _fullrank_init(rng_key: Array, dim: int, scheme: str = "random") -> FullRank
 
 
 def _fullrank_transform(params: FullRankParams, eps: Array) -> Array:
-    return params.mu + eps @ jnp.tril(params.L).T
+    return jnp.asarray(params.mu) + eps @ jnp.tril(params.L).T
 
 
 def _log_abs_diag(params: FullRankParams) -> Array:

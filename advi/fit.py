@@ -17,7 +17,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -29,7 +29,7 @@ from .cache import enable_default_cache
 from .checks import end_of_fit_warnings
 from .compiled import CompiledADVI, CompileSpec
 from .convergence import RelativeELBORule
-from .driver import Clock, Outcome, RestartPolicy, drive, warn
+from .driver import Clock, Outcome, RestartPolicy, StoppingRule, drive, warn
 from .families import get_family
 from .options import Options
 from .presets import resolve
@@ -109,6 +109,7 @@ def _adapt_eta(runner: CompiledADVI, state0: ADVIState, key: Array, adapt_iter: 
                 "ill-conditioned or misspecified (or pass eta=... explicitly)"
             )
     logger.info("eta search: chose eta=%g", eta_best)
+    assert eta_best is not None  # set at index 0, which never breaks
     return float(eta_best)
 
 
@@ -234,9 +235,8 @@ def _finish(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock
     compiled, state0, start_info = begun.compiled, begun.state0, begun.start_info
     adapt_key, run_key, elbo_key = begun.keys
     start = clock()
-    eta, eta_adapted = o.eta, o.eta is None
-    if eta_adapted:
-        eta = _adapt_eta(compiled, state0, adapt_key, o.adapt_iter)
+    eta_adapted = o.eta is None
+    eta = _adapt_eta(compiled, state0, adapt_key, o.adapt_iter) if o.eta is None else o.eta
     adapt_s = begun.start_s + clock() - start
     result = _run(compiled, state0, float(eta), o, run_key=run_key, elbo_key=elbo_key,
                   burn_in=not start_info.scaled, checkpoint=checkpoint, clock=clock,
@@ -273,7 +273,8 @@ def _compile(target: Target, o: Options, opt: Any) -> CompiledADVI:
     now (``jax.jit(...).lower(...).compile()``) unless the in-process cache has them."""
     logger.info("compiling the start, iteration and ELBO functions ...")
     return CompiledADVI(target, CompileSpec(
-        family=get_family(o.family), optimizer=o.optimizer, grad_samples=o.grad_samples,
+        family=get_family(o.family), optimizer=o.optimizer,
+        grad_samples=cast(int, o.grad_samples),  # resolve() turns None into the family's M
         elbo_samples=o.elbo_samples, init=o.init, laplace=o.start == "laplace",
         precondition=o.precondition, moments=o.stop == "rhat",
     ), opt)
@@ -358,6 +359,7 @@ def _run(compiled: CompiledADVI, state0: ADVIState, eta: float, o: Options, *,
     restart policy, and its :class:`ADVIResult`."""
     checkpoint_every = o.checkpoint_every or o.eval_elbo
     chunk_len = math.gcd(o.eval_elbo, checkpoint_every)
+    rule: StoppingRule
     if o.stop == "rhat":
         rule, policy = robust.StationarityRule(chunk_len, burn_in, o.max_iter), robust.POLICY
     else:

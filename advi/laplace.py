@@ -43,6 +43,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 from jax import Array
+from jax.typing import ArrayLike
 
 from .families import Family, FullRankParams, MeanFieldParams
 
@@ -97,8 +98,8 @@ class LogDensityFunctions(NamedTuple):
         precision: ``(zeta (K,), data) -> -Hessian (K, K)``, or None (no curvature used).
     """
 
-    value_and_grad: Callable[[Array, Any], tuple[Array, Array]]
-    precision: Callable[[Array, Any], Array] | None
+    value_and_grad: Callable[[ArrayLike, Any], tuple[Array, Array]]
+    precision: Callable[[ArrayLike, Any], Array] | None
 
 
 def log_density_functions(log_density: Callable[[Array, Any], Array], dim: int,
@@ -135,7 +136,7 @@ def find_mode(
         (zeta (K,) float64, converged (the gradient test holds there), iterations).
         Non-finite values end the search at the last finite point.
     """
-    best = {"zeta": np.asarray(zeta0, np.float64), "value": -np.inf}
+    best: dict[str, Any] = {"zeta": np.asarray(zeta0, np.float64), "value": -np.inf}
 
     def loss(zeta: np.ndarray) -> tuple[float, np.ndarray]:
         value, grad = value_and_grad(zeta)
@@ -241,7 +242,7 @@ def _newton_sd(precision: np.ndarray, grad: np.ndarray) -> tuple[bool, np.ndarra
 def laplace_start(
     fns: LogDensityFunctions,
     family: Family,
-    zeta0: Array,
+    zeta0: ArrayLike,
     data: Any = None,
     *,
     max_steps: int = LAPLACE_MAX_STEPS,
@@ -267,7 +268,8 @@ def laplace_start(
     sd, scale = np.ones(dim), None  # scale: full-rank q's Cholesky factor, where definite
     newton = np.inf
     if precision is None:
-        ok = bool(np.all(np.isfinite(grad)) and grad_norm <= GRAD_RTOL * max(1.0, abs(value)))
+        ok = bool(np.all(np.isfinite(grad))
+                  and grad_norm <= GRAD_RTOL * max(1.0, abs(float(value))))
     else:
         definite, newton_sd = _newton_sd(precision, grad)
         newton = float(np.max(newton_sd)) if np.all(np.isfinite(newton_sd)) else np.inf

@@ -84,6 +84,8 @@ class MultiStart(NamedTuple):
 def _mode(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any) -> Mode | None:
     """The :class:`Mode` at ``zeta``, or None where -H is not positive definite."""
     point = np.asarray(zeta, dtype)
+    if fns.precision is None:
+        return None
     value = float(fns.value_and_grad(point, data)[0])
     precision = np.asarray(fns.precision(point, data), np.float64)
     try:
@@ -112,7 +114,9 @@ def _extra_modes(fns: LogDensityFunctions, start: LaplaceStart, family: Family, 
     here = np.asarray(start.params.mu, np.float64)
     sd = start.sd
     rng = np.random.default_rng(seed)
-    modes, log_p, steps = [], [], 0
+    modes: list[np.ndarray] = []
+    log_p: list[float] = []
+    steps = 0
 
     scale = (np.tril(np.asarray(start.params.L, np.float64)) if family.name == "fullrank"
              else np.diag(sd))

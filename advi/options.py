@@ -41,7 +41,7 @@ def _check_int(name: str, value: Any, minimum: int = 1, optional: bool = False) 
         raise ValueError(f"{name}={value!r} must be {what}")
 
 
-def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+def _check_choice(name: str, value: Any, choices: tuple[str | None, ...]) -> None:
     if value not in choices:
         raise ValueError(f"{name}={value!r} is not valid; use one of {choices}")
 

@@ -32,7 +32,7 @@ class StanStepSizeState(NamedTuple):
         s: pytree like the parameters, float, the weighted running mean of squared gradients.
     """
 
-    count: Array
+    count: Array  # type: ignore[assignment]  # optax's name for it (ScaleByAdamState)
     s: optax.Updates
 
 

@@ -316,9 +316,9 @@ def _seeder(model: Callable, plate: str | None, minibatch_size: int | None
     ``plate`` (if any) subsampled to ``minibatch_size`` indices drawn with that key."""
     def seeded(rng_key: Array | None) -> Callable:
         key = jax.random.PRNGKey(0) if rng_key is None else rng_key
-        if plate is None:
+        if plate is None or minibatch_size is None:
             return seed(model, key)
-        return seed(_subsample_plate(model, plate, int(minibatch_size), rng_key), key)
+        return seed(_subsample_plate(model, plate, minibatch_size, rng_key), key)
 
     return seeded
 

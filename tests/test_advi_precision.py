@@ -13,6 +13,7 @@ import pytest
 
 import advi
 from advi import precision
+from advi.laplace import LaplaceStart
 
 PRIOR_SD = 1e9
 
@@ -54,7 +55,7 @@ def test_resolution_is_float32_spacing_in_sds():
 def test_a_refused_start_counts_only_within_rounding_of_a_mode():
     def start(ok, newton_sd):
         params = advi.MeanFieldParams(np.array([1e6], np.float32), np.log([0.1]))
-        return advi.LaplaceStart(params, ok, 5, 0.0, np.array([0.1]), -160.0, newton_sd)
+        return LaplaceStart(params, ok, 5, 0.0, np.array([0.1]), -160.0, newton_sd)
 
     assert precision.start_resolution(start(True, 0.01)) == pytest.approx(0.625)
     assert precision.start_resolution(start(False, 0.21)) == pytest.approx(0.625)

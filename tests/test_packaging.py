@@ -80,3 +80,27 @@ def test_the_library_requires_only_its_own_dependencies():
     workflow = {re.match(r"[\w-]+", r).group(0) for r in requires("advi-repro")
                 if 'extra == "workflow"' in r}
     assert {"snakemake", "hydra-core", "pandas", "matplotlib"} <= workflow
+
+
+def test_the_library_declares_its_version_types_and_licence():
+    from importlib.metadata import metadata, version
+
+    import advi
+
+    assert advi.__version__ == version("advi-repro")
+    # PEP 561: the package's files (an editable install lists its source tree) carry py.typed
+    assert (REPO_ROOT / "advi" / "py.typed").is_file()
+    assert metadata("advi-repro")["License"] == "BSD-3-Clause"
+    licence = (REPO_ROOT / "LICENSE").read_text()
+    assert licence.startswith("BSD 3-Clause License")
+
+
+def test_the_public_names_resolve_and_the_internal_ones_stay_in_their_modules():
+    import advi
+    from advi.result import CheckpointInfo, ELBOHistory
+    from advi.step import ADVIState
+
+    assert all(hasattr(advi, name) for name in advi.__all__)
+    assert {"fit", "algorithm", "Options", "ADVIResult", "from_numpyro"} <= set(advi.__all__)
+    for internal in (CheckpointInfo, ELBOHistory, ADVIState):
+        assert not hasattr(advi, internal.__name__)
