@@ -27,6 +27,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
+from .progress import Progress
 from .result import ADVIError, Approximation, CheckpointInfo, ELBOHistory
 from .step import ADVIState, fresh_state
 
@@ -156,10 +157,12 @@ def drive(
     clock: Clock,
     wall_s: float,
     make_result: Callable[[Outcome, bool], Any],
+    progress: Progress | None = None,
 ) -> Any:
     """Run chunks of ``chunk_len`` iterations (:class:`advi.compiled.CompiledADVI`) until
     ``rule`` converges, ``max_iter`` or the hook returns True; ``make_result(outcome,
-    final)`` builds what is returned (``final`` False: for ``ADVIError.result``).
+    final)`` builds what is returned (``final`` False: for ``ADVIError.result``); each
+    chunk moves ``progress`` (:class:`advi.progress.Progress`), when given.
 
     Raises:
         ADVIError: when non-finite draws persist and ``policy`` has no smaller eta; its
@@ -184,6 +187,9 @@ def drive(
             rec.rows.append((it, verdict.row, rec.eta, rec.wall_s))
             logger.info("iter %6d  elbo %12.6g  %s  eta %g  %.2f s", it, verdict.row.elbo,
                         rule.describe(verdict.row), rec.eta, rec.wall_s)
+        if progress is not None:
+            row = verdict.row
+            progress.update(it, *(() if row is None else (row.elbo, rule.describe(row))))
         if verdict.reason is not None:
             reason, converged = verdict.reason, True
         if checkpoint is not None and (it % checkpoint_every == 0 or converged):

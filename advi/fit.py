@@ -33,6 +33,7 @@ from .driver import Clock, Outcome, RestartPolicy, StoppingRule, drive, warn
 from .families import get_family
 from .options import Options
 from .presets import resolve
+from .progress import Progress
 from .result import (
     ADVIError,
     ADVIResult,
@@ -121,6 +122,7 @@ def fit(
     model_kwargs: dict[str, Any] | None = None,
     checkpoint: Callable[[CheckpointInfo], bool | None] | None = None,
     clock: Clock = time.perf_counter,
+    progress_bar: bool | None = None,
     **options: Any,
 ) -> ADVIResult:
     """Fit a Gaussian approximation in the unconstrained space by ADVI (paper Algorithm 1).
@@ -141,6 +143,9 @@ def fit(
             the reported seconds; returning True stops the fit ("stopped by checkpoint").
         clock: ``() -> seconds`` behind every reported time (compile_s, adapt_s, wall_s);
             ``time.perf_counter`` unless a test injects a fake one.
+        progress_bar: a tqdm bar of the main loop (iterations of ``max_iter``, the ELBO,
+            the stopping statistic; :mod:`advi.progress`): None (the default) shows it
+            where standard error is an interactive terminal, True anywhere, False never.
         **options: any of :data:`advi.presets.OPTIONS`, defaults in :data:`advi.PRESETS`:
             family ("meanfield" or "fullrank"); grad_samples (M, draws per gradient);
             elbo_samples (draws per ELBO estimate, Stan: 100); eta (step-size scale; None
@@ -193,8 +198,8 @@ def fit(
             again = _begin(model, model_args, model_kwargs, o, rng_key, clock)
         begun = again._replace(compile_s=begun.compile_s + again.compile_s,
                                start_s=begun.start_s + again.start_s, promoted=shortfall)
-    with precision.scope_of(begun.state0.params):
-        return _finish(begun, o, checkpoint, clock)
+    with precision.scope_of(begun.state0.params), Progress(progress_bar, o.max_iter) as bar:
+        return _finish(begun, o, checkpoint, clock, bar)
 
 
 class _Begun(NamedTuple):
@@ -229,8 +234,8 @@ def _begin(model: Callable | Target, model_args: tuple, model_kwargs: dict | Non
     return _Begun(compiled, keys, state0, start_info, start - begun, start_s)
 
 
-def _finish(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock
-            ) -> ADVIResult:
+def _finish(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock,
+            progress: Progress) -> ADVIResult:
     """The eta search (where eta is None), the main loop and the end-of-fit checks."""
     compiled, state0, start_info = begun.compiled, begun.state0, begun.start_info
     adapt_key, run_key, elbo_key = begun.keys
@@ -240,7 +245,7 @@ def _finish(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock
     adapt_s = begun.start_s + clock() - start
     result = _run(compiled, state0, float(eta), o, run_key=run_key, elbo_key=elbo_key,
                   burn_in=not start_info.scaled, checkpoint=checkpoint, clock=clock,
-                  wall_s=adapt_s, result_fields=dict(
+                  wall_s=adapt_s, progress=progress, result_fields=dict(
                       compile_s=begun.compile_s, adapt_s=adapt_s, eta_adapted=eta_adapted,
                       start=_start_name(o, start_info, begun.promoted)))
     if o.family == "fullrank":
@@ -354,7 +359,8 @@ def _khat_weights(compiled: CompiledADVI, params: Any, elbo_key: Array, khat_sam
 
 def _run(compiled: CompiledADVI, state0: ADVIState, eta: float, o: Options, *,
          run_key: Array, elbo_key: Array, burn_in: bool, checkpoint: Callable | None,
-         clock: Clock, wall_s: float, result_fields: dict[str, Any]) -> ADVIResult:
+         clock: Clock, wall_s: float, progress: Progress, result_fields: dict[str, Any]
+         ) -> ADVIResult:
     """The main loop (:func:`advi.driver.drive`) with the preset's stopping rule and
     restart policy, and its :class:`ADVIResult`."""
     checkpoint_every = o.checkpoint_every or o.eval_elbo
@@ -377,4 +383,5 @@ def _run(compiled: CompiledADVI, state0: ADVIState, eta: float, o: Options, *,
 
     return drive(compiled, state0, eta, rule=rule, policy=policy, run_key=run_key,
                  chunk_len=chunk_len, max_iter=o.max_iter, checkpoint_every=checkpoint_every,
-                 checkpoint=checkpoint, clock=clock, wall_s=wall_s, make_result=make_result)
+                 checkpoint=checkpoint, clock=clock, wall_s=wall_s, make_result=make_result,
+                 progress=progress)

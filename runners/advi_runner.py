@@ -70,6 +70,7 @@ def run_advi(
         model_kwargs=train,
         checkpoint=checkpoint,
         clock=clock,
+        progress_bar=False,  # the job logs its checkpoints instead
         **method.options(),  # checkpoint_every among them
     )
     return run_facts(result, checkpoint_s=checkpoint.seconds,

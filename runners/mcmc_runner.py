@@ -82,7 +82,7 @@ def starting_point(model: Callable[..., None], train: dict[str, Any], init: str,
         raise ValueError(f"init = {init!r}: must be 'uniform' or 'advi'")
     with jax.enable_x64(False):  # ADVI in its own float32, whatever the chain's precision
         fit = advi.fit(model, rng_key=rng_key, khat_samples=0, model_kwargs=train,
-                       clock=clock)
+                       clock=clock, progress_bar=False)
     logger.info("init: ADVI's mean after %d iterations (%.2f s, %s)",
                 fit.num_iterations, fit.wall_s, fit.convergence_reason)
     values = {name: jnp.asarray(value, jnp.result_type(float))

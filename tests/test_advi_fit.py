@@ -217,3 +217,21 @@ def test_stochastic_advi_runs_on_a_plate_and_skips_khat():
     a, b = 1.0 + float(x.sum()), 501.0
     assert float(jnp.exp(result.params.mu[0])) == pytest.approx(a / b, rel=0.05)
     assert result.pareto_khat is None
+
+
+def test_progress_bar_shows_iterations_elbo_and_statistic(capsys):
+    """progress_bar=True draws tqdm's bar on standard error; None (the default) draws
+    nothing where standard error is not a terminal (as under pytest, or a workflow job)."""
+    def model(y):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+        with numpyro.plate("data", y.shape[0]):
+            numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+    y = jnp.asarray(np.random.default_rng(0).normal(size=50), jnp.float32)
+    result = advi.fit(model, y, rng_key=jax.random.PRNGKey(0), preset="robust",
+                      progress_bar=True)
+    err = capsys.readouterr().err
+    assert f"{result.num_iterations}/10000" in err  # the bar reached the last iteration
+    assert "elbo" in err and "split R-hat" in err
+    advi.fit(model, y, rng_key=jax.random.PRNGKey(0), preset="robust")
+    assert capsys.readouterr().err == ""

@@ -76,7 +76,7 @@ def test_the_library_requires_only_its_own_dependencies():
 
     core = {re.match(r"[\w-]+", r).group(0) for r in requires("advi-repro")
             if "extra ==" not in r}
-    assert core == {"jax", "numpyro", "optax", "arviz", "numpy", "scipy"}
+    assert core == {"jax", "numpyro", "optax", "arviz", "numpy", "scipy", "tqdm"}
     workflow = {re.match(r"[\w-]+", r).group(0) for r in requires("advi-repro")
                 if 'extra == "workflow"' in r}
     assert {"snakemake", "hydra-core", "pandas", "matplotlib"} <= workflow
@@ -90,7 +90,7 @@ def test_the_library_declares_its_version_types_and_licence():
     assert advi.__version__ == version("advi-repro")
     # PEP 561: the package's files (an editable install lists its source tree) carry py.typed
     assert (REPO_ROOT / "advi" / "py.typed").is_file()
-    assert metadata("advi-repro")["License"] == "BSD-3-Clause"
+    assert metadata("advi-repro")["License-Expression"] == "BSD-3-Clause"
     licence = (REPO_ROOT / "LICENSE").read_text()
     assert licence.startswith("BSD 3-Clause License")
 
