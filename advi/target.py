@@ -43,8 +43,9 @@ class NumPyroModel(NamedTuple):
     Attributes:
         model: the model function.
         rebuild: ``(data) -> (args, kwargs)``: the model's arguments from ``Target.data``.
-        shapes: latent site name -> the shape of its part of zeta (unconstrained).
-        unravel: ``(zeta (K,)) -> {site: array of its shape in shapes}``, zeta's layout.
+        shapes: latent site name -> the shape of its part of zeta, in the model's order.
+        unravel: ``(zeta (K,)) -> {site: array of its shape in shapes}``: zeta's layout
+            (``jax.flatten_util.ravel_pytree``'s, the sites sorted by name).
     """
 
     model: Callable
