@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -252,6 +253,13 @@ class ADVIResult:
         from .interop import numpyro_guide
 
         return numpyro_guide(self, prefix)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the fit to a portable ``.npz`` file, read back by :func:`advi.load`; see
+        :func:`advi.io.save`."""
+        from .io import save
+
+        save(self, path)
 
 
 class ADVIError(RuntimeError):

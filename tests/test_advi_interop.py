@@ -1,11 +1,12 @@
-"""A fit in the ecosystem's terms (issue 34, points 1-3): ArviZ data and a NumPyro guide whose
-draws are q's.
+"""A fit in the ecosystem's terms (issue 34, points 1-3): ArviZ data, a NumPyro guide whose
+draws are q's, and save/load round trips.
 
 The model's sites are in an order that is not alphabetical (sigma, then beta), as the
 library lays zeta out by name and NumPyro's guides by their own order: a mapping by position
 gave a scale's median 10.1 instead of 2.88 (issue 34)."""
 
 import dataclasses
+import json
 
 import arviz as az
 import jax
@@ -18,6 +19,7 @@ from numpyro.distributions import constraints
 from numpyro.infer import Predictive
 
 import advi
+from advi.io import save
 
 ARVIZ_1 = int(az.__version__.split(".")[0]) >= 1
 X = np.linspace(1.0, 3.0, 20).astype(np.float32)  # not centred: intercept and slope correlate
@@ -178,10 +180,86 @@ def test_the_guide_refuses_a_site_whose_transform_is_not_numpyros(meanfield):
         other.numpyro_guide()
 
 
-def test_a_log_density_fit_converts(tmp_path):
+def _as_float64(result):
+    with jax.enable_x64(True):
+        params = jax.tree.map(lambda a: jnp.asarray(np.asarray(a, np.float64)), result.params)
+    return dataclasses.replace(result,
+                               approximation=result.approximation._replace(params=params))
+
+
+def test_a_float64_fit_stays_float64(meanfield, tmp_path):
+    wide = _as_float64(meanfield)
+    assert wide.params.mu.dtype == np.float64
+    _, params = wide.numpyro_guide()
+    assert params["auto_loc"].dtype == np.float64
+    data = wide.to_inference_data(10, rng_key=jax.random.PRNGKey(0))
+    assert _posterior(data)["beta"].dtype == np.float64
+    wide.save(tmp_path / "fit.npz")
+    loaded = advi.load(tmp_path / "fit.npz", model, X, Y)
+    assert loaded.params.mu.dtype == np.float64
+    np.testing.assert_array_equal(loaded.params.omega, wide.params.omega)
+
+
+def test_save_load_round_trip(result, tmp_path):
+    path = tmp_path / "fit.npz"
+    path.write_text("an older file")  # replaced whole
+    result.save(path)
+    assert [p.name for p in tmp_path.iterdir()] == ["fit.npz"]  # no temporary file left
+    with np.load(path, allow_pickle=False) as archive:  # no pickled object in it
+        header = json.loads(str(archive["header"]))
+    assert header["sites"] == [["sigma", []], ["beta", [2]]]
+    loaded = advi.load(path, model, X, Y)
+    for ours, theirs in zip(result.params, loaded.params, strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    key = jax.random.PRNGKey(7)
+    drawn, again = result.sample(key, 50), loaded.sample(key, 50)
+    for name in drawn:
+        np.testing.assert_array_equal(drawn[name], again[name])
+        np.testing.assert_array_equal(result.mean()[name], loaded.mean()[name])
+    for ours, theirs in zip(result.elbo_history, loaded.elbo_history, strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    assert loaded.pareto_khat == result.pareto_khat
+    for field in ("convergence_reason", "num_iterations", "eta", "converged", "wall_s",
+                  "start", "restarts", "warnings", "redraws"):
+        assert getattr(loaded, field) == getattr(result, field), field
+
+
+def _changed(x, y=None):
+    sigma = numpyro.sample("sigma", dist.HalfNormal(5.0))
+    beta = numpyro.sample("beta", dist.Normal(0.0, 10.0).expand([3]).to_event(1))
+    numpyro.sample("y", dist.Normal(beta[0] + beta[1] * x, sigma), obs=y)
+
+
+def _renamed(x, y=None):
+    scale = numpyro.sample("scale", dist.HalfNormal(5.0))
+    beta = numpyro.sample("beta", dist.Normal(0.0, 10.0).expand([2]).to_event(1))
+    numpyro.sample("y", dist.Normal(beta[0] + beta[1] * x, scale), obs=y)
+
+
+@pytest.mark.parametrize(("other", "message"), [
+    (_changed, r"'beta' has zeta shape \(3,\) in the model but \(2,\)"),
+    (_renamed, r"'sigma' \(zeta shape \(\)\) of the fit .* is not in the model"),
+])
+def test_load_names_the_site_that_no_longer_matches(meanfield, tmp_path, other, message):
+    save(meanfield, tmp_path / "fit.npz")
+    with pytest.raises(ValueError, match=message):
+        advi.load(tmp_path / "fit.npz", other, X, Y)
+
+
+def test_load_refuses_a_file_that_is_not_a_fit(tmp_path):
+    np.savez(tmp_path / "other.npz", x=np.zeros(3))
+    with pytest.raises(ValueError, match="not a fit saved by advi.save"):
+        advi.load(tmp_path / "other.npz", model, X, Y)
+
+
+def test_a_log_density_fit_converts_and_round_trips(tmp_path):
     target = advi.from_log_density(lambda z: -0.5 * jnp.sum((z - 1.0) ** 2), 2)
     fitted = advi.fit(target, rng_key=jax.random.PRNGKey(0), preset="robust")
     data = fitted.to_inference_data(100, rng_key=jax.random.PRNGKey(1))
     assert _posterior(data)["zeta"].shape == (1, 100, 2)
     with pytest.raises(ValueError, match="plain log density"):
         fitted.numpyro_guide()
+    fitted.save(tmp_path / "fit.npz")
+    loaded = advi.load(tmp_path / "fit.npz", target)
+    key = jax.random.PRNGKey(2)
+    np.testing.assert_array_equal(loaded.sample(key, 5)["zeta"], fitted.sample(key, 5)["zeta"])
