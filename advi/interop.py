@@ -8,7 +8,7 @@ parameters, for ``numpyro.infer.Predictive`` (the posterior predictive) or more 
 q lives in zeta-space, laid out by :attr:`advi.target.NumPyroModel.unravel` (sites sorted by
 name), while NumPyro's ``AutoContinuous`` guides flatten the sites in their own order (the
 model's, in NumPyro 0.22). The guide's layout is read from the guide itself, never assumed:
-a mapping by position put a ``HalfNormal`` scale's median at 10.1 instead of 2.88 (issue 34).
+a mapping by position put a ``HalfNormal`` scale's median at 10.1 instead of 2.88.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""A fit in the ecosystem's terms (issue 34, points 1-3): ArviZ data, a NumPyro guide whose
+"""A fit in the ecosystem's terms: ArviZ data, a NumPyro guide whose
 draws are q's, and save/load round trips.
 
 The model's sites are in an order that is not alphabetical (sigma, then beta), as the
 library lays zeta out by name and NumPyro's guides by their own order: a mapping by position
-gave a scale's median 10.1 instead of 2.88 (issue 34)."""
+gave a scale's median 10.1 instead of 2.88."""
 
 import dataclasses
 import json
