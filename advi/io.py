@@ -96,13 +96,15 @@ def load(path: str | os.PathLike, model: Callable | Target, /, *model_args: Any,
             log density), called as ``model(*model_args, **model_kwargs)``.
 
     Returns:
-        an :class:`advi.ADVIResult`: q, its target on the given data, the ELBO history and
-        the stored diagnostics (``khat_weights_fn`` returns the stored log weights).
+        an :class:`advi.ADVIResult`: q (its dtype kept), its target on the given data, the
+        ELBO history and the stored fields (the seconds are the original fit's;
+        ``khat_weights_fn`` returns the stored log weights, or is None).
 
     Raises:
+        FileNotFoundError: when ``path`` does not exist.
         ValueError: for a file that is not a saved fit, and when the model's latent sites
             or their shapes differ from the file's, naming the site and both shapes; before
-            any compilation.
+            any compilation. Errors of :func:`advi.from_numpyro` on the data pass through.
     """
     header, arrays = _read(Path(path))
     target = model if isinstance(model, Target) else from_numpyro(model, model_args,

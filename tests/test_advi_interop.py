@@ -14,9 +14,10 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+import optax
 import pytest
 from numpyro.distributions import constraints
-from numpyro.infer import Predictive
+from numpyro.infer import SVI, Predictive, Trace_ELBO
 
 import advi
 from advi.io import save
@@ -143,6 +144,17 @@ def test_the_guide_draws_from_q(result):
     assert abs(correlation) > 0.8 if fullrank else abs(correlation) < 0.1
 
 
+def test_numpyros_elbo_of_the_guide_is_the_fits(result):
+    guide, params = result.numpyro_guide()
+    svi = SVI(model, guide, optax.adam(1e-3), Trace_ELBO(num_particles=2000))
+    state = svi.init(jax.random.PRNGKey(5), X, Y, init_params=params)
+    for name, value in svi.get_params(state).items():  # SVI starts from q itself
+        np.testing.assert_allclose(value, params[name], rtol=1e-6, atol=1e-7)
+    elbo = -float(svi.evaluate(state, X, Y))
+    log_weights = result.khat_log_weights  # log p - log q of 1,000 draws from q
+    assert elbo == pytest.approx(np.mean(log_weights), abs=0.2)  # Monte Carlo: se < 0.05
+
+
 def _many_sites(y):
     numpyro.sample("w", dist.Dirichlet(jnp.ones(3)))  # simplex: 2 zeta coordinates
     tau = numpyro.sample("tau", dist.HalfCauchy(1.0))
@@ -222,6 +234,8 @@ def test_save_load_round_trip(result, tmp_path):
     for field in ("convergence_reason", "num_iterations", "eta", "converged", "wall_s",
                   "start", "restarts", "warnings", "redraws"):
         assert getattr(loaded, field) == getattr(result, field), field
+    by_keyword = advi.load(path, model, X, y=Y)  # the model's keyword arguments
+    np.testing.assert_array_equal(by_keyword.sample(key, 50)["beta"], drawn["beta"])
 
 
 def _changed(x, y=None):
