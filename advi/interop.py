@@ -13,9 +13,7 @@ a mapping by position put a ``HalfNormal`` scale's median at 10.1 instead of 2.8
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -27,23 +25,12 @@ from numpyro.handlers import seed, substitute, trace
 from numpyro.infer import Predictive
 from numpyro.infer.autoguide import AutoContinuous, AutoDiagonalNormal, AutoMultivariateNormal
 
+from .precision import scope_of
 from .target import NumPyroModel, Target
 from .transforms import unconstraining_transform
 
 if TYPE_CHECKING:
     from .result import ADVIResult
-
-
-@contextlib.contextmanager
-def precision(array: Any) -> Iterator[None]:
-    """JAX's 64-bit mode (``jax.enable_x64``) while the block runs when ``array`` (a fit's
-    ``params.mu``) is float64, so that a float64 fit's arrays are not truncated to float32;
-    no change otherwise."""
-    if np.dtype(array.dtype) == np.float64:
-        with jax.enable_x64(True):
-            yield
-    else:
-        yield
 
 
 def model_of(target: Target) -> tuple[NumPyroModel, tuple, dict[str, Any]]:
@@ -104,7 +91,7 @@ def to_inference_data(result: ADVIResult, num_samples: int = 1000, *, rng_key: A
 
     _check_count("num_samples", num_samples)
     _check_count("num_chains", num_chains)
-    with precision(result.params.mu):
+    with scope_of(result.params):
         flat = result.sample(rng_key, num_chains * num_samples)
         flat.update(_deterministic(result.approximation.target, flat, rng_key))
         attrs = diagnostics(result)
@@ -199,7 +186,7 @@ def numpyro_guide(result: ADVIResult, prefix: str = "auto"
     fullrank = result.approximation.family.name == "fullrank"
     guide = (AutoMultivariateNormal if fullrank else AutoDiagonalNormal)(source.model,
                                                                         prefix=prefix)
-    with precision(result.params.mu):
+    with scope_of(result.params):
         sites = model_trace(result.approximation.target, result.mean())
         supports = {name: sites[name]["fn"].support for name in source.shapes}
         for name, support in supports.items():

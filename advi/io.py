@@ -28,7 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .families import FullRankParams, MeanFieldParams, get_family
-from .interop import library_version, precision
+from .interop import library_version
+from .precision import scope_of
 from .result import ADVIResult, Approximation, ELBOHistory
 from .target import Target, from_numpyro
 
@@ -57,8 +58,7 @@ def save(result: ADVIResult, path: str | os.PathLike) -> None:
     Raises:
         OSError: when the folder cannot be written.
     """
-    with precision(result.params.mu):
-        khat = result.pareto_khat
+    khat = result.pareto_khat
     header = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "version": library_version(),
         "family": result.approximation.family.name, "dim": int(result.approximation.target.dim),
@@ -113,7 +113,7 @@ def load(path: str | os.PathLike, model: Callable | Target, /, *model_args: Any,
                  site_shapes(target), path)
     family = get_family(header["family"])
     stored = {k.split(".", 1)[1]: v for k, v in arrays.items() if k.startswith("params.")}
-    with precision(stored["mu"]):
+    with scope_of(stored):
         params = PARAMS[family.name](**{k: jnp.asarray(v) for k, v in stored.items()})
     weights = arrays.get("khat_log_weights")
     history = ELBOHistory(**{k.split(".", 1)[1]: v for k, v in arrays.items()
