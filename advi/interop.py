@@ -25,6 +25,7 @@ from numpyro.handlers import seed, substitute, trace
 from numpyro.infer import Predictive
 from numpyro.infer.autoguide import AutoContinuous, AutoDiagonalNormal, AutoMultivariateNormal
 
+from . import __version__
 from .precision import scope_of
 from .target import NumPyroModel, Target
 from .transforms import unconstraining_transform
@@ -127,7 +128,7 @@ def diagnostics(result: ADVIResult) -> dict[str, Any]:
     """The fit's scalar diagnostics as netCDF-safe attributes (str, int, float)."""
     khat = result.pareto_khat
     attrs = {
-        "inference_library": "advi", "inference_library_version": library_version(),
+        "inference_library": "advi", "inference_library_version": __version__,
         "family": result.approximation.family.name, "converged": int(result.converged),
         "convergence_reason": result.convergence_reason,
         "num_iterations": int(result.num_iterations),
@@ -138,16 +139,6 @@ def diagnostics(result: ADVIResult) -> dict[str, Any]:
     if options is not None:
         attrs["options"] = repr(options)
     return attrs
-
-
-def library_version() -> str:
-    """The installed version of this library (the ``advi-repro`` distribution)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("advi-repro")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def _history_dataset(history: Any) -> Any:

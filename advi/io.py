@@ -28,7 +28,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from .families import FullRankParams, MeanFieldParams, get_family
-from .interop import library_version
 from .precision import scope_of
 from .result import ADVIResult, Approximation, ELBOHistory
 from .target import Target, from_numpyro
@@ -37,7 +36,8 @@ FORMAT, FORMAT_VERSION = "advi-result", 1
 SCALARS = ("eta", "eta_adapted", "converged", "convergence_reason", "num_iterations",
            "wall_s", "adapt_s", "compile_s", "start", "redraws")
 """The :class:`advi.ADVIResult` fields stored as they are in the header."""
-PARAMS = {"meanfield": MeanFieldParams, "fullrank": FullRankParams}
+PARAMS: dict[str, Callable[..., Any]] = {"meanfield": MeanFieldParams,
+                                         "fullrank": FullRankParams}
 
 
 def site_shapes(target: Target) -> dict[str, tuple[int, ...]]:
@@ -58,18 +58,21 @@ def save(result: ADVIResult, path: str | os.PathLike) -> None:
     Raises:
         OSError: when the folder cannot be written.
     """
-    khat = result.pareto_khat
+    from . import __version__  # here: advi/__init__ imports advi.io before setting it
+
+    khat, options = result.pareto_khat, getattr(result, "options", None)
     header = {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "version": library_version(),
+        "format": FORMAT, "format_version": FORMAT_VERSION, "version": __version__,
         "family": result.approximation.family.name, "dim": int(result.approximation.target.dim),
         "sites": [[name, list(shape)] for name, shape
                   in site_shapes(result.approximation.target).items()],
         **{name: getattr(result, name) for name in SCALARS},
         "restarts": [list(r) for r in result.restarts], "warnings": list(result.warnings),
         "pareto_khat": None if khat is None else float(khat),
-        "options": None if getattr(result, "options", None) is None else repr(result.options),
+        "options": None if options is None else repr(options),
     }
-    arrays = {f"params.{k}": np.asarray(v) for k, v in result.params._asdict().items()}
+    arrays: dict[str, Any] = {f"params.{k}": np.asarray(v)
+                              for k, v in result.params._asdict().items()}
     arrays |= {f"elbo_history.{k}": np.asarray(v)
                for k, v in result.elbo_history._asdict().items() if v is not None}
     if result.khat_log_weights is not None:
