@@ -29,6 +29,7 @@ from .diagnostics import pareto_khat
 from .elbo import elbo_grad
 from .families import FULLRANK, MEANFIELD, FullRankParams, MeanFieldParams, get_family
 from .fit import fit
+from .io import load
 from .laplace import laplace_start, log_density_functions
 from .linear_response import LinearResponseWarning
 from .options import OPTIONS, Options
@@ -69,6 +70,7 @@ __all__ = [
     "get_family",
     "get_optimizer",
     "laplace_start",
+    "load",
     "log_density_functions",
     "pareto_khat",
     "scale_by_stan_step_size",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -235,6 +236,30 @@ class ADVIResult:
         warnings and errors."""
         with scope_of(self.params):
             return covariance(self.approximation, method, rng_key, num_draws)
+
+    def to_inference_data(self, num_samples: int = 1000, *, rng_key: Array,
+                          num_chains: int = 1) -> Any:
+        """ArviZ's data object of the installed ArviZ (``InferenceData`` in 0.x, a
+        ``DataTree`` in 1.x): draws of every latent and deterministic site, the ELBO history
+        and the diagnostics; see :func:`advi.interop.to_inference_data`."""
+        from .interop import to_inference_data
+
+        return to_inference_data(self, num_samples, rng_key=rng_key, num_chains=num_chains)
+
+    def numpyro_guide(self, prefix: str = "auto") -> tuple[Any, dict[str, Array]]:
+        """``(guide, params)``: q as a NumPyro ``AutoDiagonalNormal`` (mean-field) or
+        ``AutoMultivariateNormal`` (full-rank) for ``numpyro.infer.Predictive(model,
+        guide=guide, params=params, ...)``; see :func:`advi.interop.numpyro_guide`."""
+        from .interop import numpyro_guide
+
+        return numpyro_guide(self, prefix)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the fit to a portable ``.npz`` file, read back by :func:`advi.load`; see
+        :func:`advi.io.save`."""
+        from .io import save
+
+        save(self, path)
 
 
 class ADVIError(RuntimeError):

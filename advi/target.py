@@ -37,6 +37,23 @@ from . import data_checks
 from .transforms import unconstraining_transform
 
 
+class NumPyroModel(NamedTuple):
+    """The NumPyro model a :class:`Target` was built from (by :func:`from_numpyro`).
+
+    Attributes:
+        model: the model function.
+        rebuild: ``(data) -> (args, kwargs)``: the model's arguments from ``Target.data``.
+        shapes: latent site name -> the shape of its part of zeta, in the model's order.
+        unravel: ``(zeta (K,)) -> {site: array of its shape in shapes}``: zeta's layout
+            (``jax.flatten_util.ravel_pytree``'s, the sites sorted by name).
+    """
+
+    model: Callable
+    rebuild: Callable[[Any], tuple[tuple, dict[str, Any]]]
+    shapes: dict[str, tuple[int, ...]]
+    unravel: Callable[[Array], dict[str, Array]]
+
+
 class Target(NamedTuple):
     """A log density over the unconstrained space and its constraining map.
 
@@ -56,6 +73,8 @@ class Target(NamedTuple):
         cache_key: a hashable identity of the functions (equal keys: the same functions of
             data of the same shapes), under which :func:`advi.fit` reuses compiled code
             across calls; None never reuses.
+        numpyro: the model it was built from (:class:`NumPyroModel`), or None (a plain log
+            density).
     """
 
     log_density_fn: Callable[[Array, Array, Any], Array]
@@ -65,6 +84,7 @@ class Target(NamedTuple):
     num_data: int | None = None
     full_log_density_fn: Callable[[Array, Any], Array] | None = None
     cache_key: Hashable | None = None
+    numpyro: NumPyroModel | None = None
 
     def log_density(self, zeta: Array, rng_key: Array) -> Array:
         """log p(X, T^-1(zeta)) + log|det J_{T^-1}(zeta)| on this target's data, ()."""
@@ -307,6 +327,7 @@ def from_numpyro(
             None if plate is not None else lambda zeta, data: log_joint(seed(model, 0), zeta, data)
         ),
         cache_key=_hashable(("numpyro", model, signature, minibatch_size, plate)),
+        numpyro=NumPyroModel(model, rebuild, probe.shapes, unravel),
     )
 
 
