@@ -28,9 +28,11 @@ import jax
 ENV_VAR = "ADVI_COMPILATION_CACHE"
 OFF = ("0", "off", "false", "no")
 MIN_COMPILE_SECONDS = 0.05
-"""Executables that took less than this to compile are not written (JAX's default is 1 s,
-which would skip most of a small model's functions: a fit's start functions and its
-sampler compile in about 0.1 s)."""
+"""Seconds: executables that took less than this to compile are not written (JAX's option
+``jax_persistent_cache_min_compile_time_secs``, whose default is 1 s). Lower than JAX's
+default because that would skip most of a small model's functions, a fit's start functions
+and its sampler among them (measurements: benchmarks/README.md, "Measurements behind the
+library's defaults")."""
 
 
 def default_cache_dir() -> Path:

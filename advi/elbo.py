@@ -49,8 +49,9 @@ def _finite_draws(
     """Draw eps (M, K) and evaluate, redrawing non-finite rows until none is left or the
     redraw budget is spent. ``evaluate(eps, keys) -> (value (M,), grad (M, grad_dim))``,
     cast to ``dtype``. The model is traced and compiled once, in the loop's body: a first
-    evaluation before the loop (a peeled first trip) ran E1's whole iteration 1% faster at
-    M = 1 but compiled the model twice, 0.5-0.7 s more CPU on a cold fit."""
+    evaluation before the loop (a peeled first trip) would compile the model twice, which
+    costs a cold fit more than it saves per iteration (measurements: benchmarks/README.md,
+    "Measurements behind the library's defaults")."""
     num, _ = shape
 
     def body(d: _Draws) -> _Draws:
@@ -189,8 +190,9 @@ def elbo_estimate(
     ``batch_size``: None evaluates all draws at once (``vmap``: with full data the draws
     share one pass over it, e.g. one matrix product); an integer evaluates them that many at
     a time (``jax.lax.map``), which is faster with minibatches, where each draw reads its own
-    minibatch and vmap would hold S of them at once (E6: S x B x D = 100 x 500 x 576 floats,
-    1.7x slower than 5 at a time on one core). Same value either way.
+    minibatch and vmap would hold S of them at once, S x B x D floats (measurements:
+    benchmarks/README.md, "Measurements behind the library's defaults"). Same value either
+    way.
 
     Returns:
         (elbo (), ok (), log_weights (S,)): the estimate in nats; False when non-finite

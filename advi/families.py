@@ -32,9 +32,18 @@ def standard_normal(rng_key: Array, shape: tuple[int, ...], dtype: Any = float) 
     ``jax.random.normal(rng_key, shape, dtype)`` (with JAX's partitionable threefry, the
     default).
 
-    They are drawn as one flat vector and reshaped: XLA's CPU compiler takes 3-6x longer over
-    the threefry of a 2-D shape (measured: (100, 10) 2.9 s against 0.5 s flat, JAX 0.10),
-    which was most of a small model's compile time.
+    They are drawn as one flat vector and reshaped because XLA's CPU compiler is several
+    times slower over the threefry of a 2-D shape, which was most of a small model's compile
+    time (measurements: benchmarks/README.md, "Measurements behind the library's
+    defaults").
+
+    Args:
+        rng_key: a JAX PRNG key.
+        shape: the draws' shape, e.g. (M, K).
+        dtype: their float type.
+
+    Returns:
+        an array of ``shape`` and ``dtype`` with N(0, 1) entries (dimensionless).
     """
     return jax.random.normal(rng_key, (math.prod(shape),), dtype).reshape(shape)
 

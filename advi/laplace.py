@@ -11,20 +11,22 @@ search. With H the Hessian there:
 
 The L-BFGS iterations run on the host in float64 (SciPy's L-BFGS-B, Byrd, Lu, Nocedal &
 Zhu 1995, through ``scipy.optimize.minimize``); only the log density's value and gradient
-(and the Hessian) are compiled. An L-BFGS compiled into XLA (``optax.lbfgs``) cost 2-4 s
-of compilation even on an eight-parameter model, more than the whole fit, and its float32
-iterates could not reach the mode of a posterior whose scales span 1e-3..1e4.
+(and the Hessian) are compiled. An L-BFGS compiled into XLA (``optax.lbfgs``) took longer
+to compile than a whole fit of a small model, and its float32 iterates could not reach the
+mode of a posterior whose scales span several orders of magnitude (measurements:
+benchmarks/README.md, "Measurements behind the library's defaults").
 
 The search runs in :data:`LAPLACE_STAGES` stages; each works in coordinates whitened by the
 curvature where the previous one ended (the first: at the initial point, where -H is
 positive definite there; else unscaled) (zeta = zeta_prev + C u with C C^T = (-H)^-1 from
 its Cholesky factor, or the diagonal 1 / sqrt(-H_kk) where -H is not positive definite), in
 which a Gaussian posterior is N(0, I); each after the first stops when every gradient
-coordinate is below MODE_SD_TOL / 10 there. Whitening the first stage too cut a
-26-parameter regression with column scales 1e-3..1e4 from 502 L-BFGS steps (the first
-stage's cap) to 4. The Hessian is formed exactly (reverse-over-reverse autodiff) for K <=
-``hessian_max_dim``; above that the scales stay at 1 (omega = 0), there is one stage, and
-only the mean moves to the mode. The start is refused (``ok`` False, and the caller falls
+coordinate is below MODE_SD_TOL / 10 there. The first stage is whitened too: unwhitened, an
+ill-conditioned, badly scaled regression spends the stage's whole step cap; whitened, a few
+steps (measurements: benchmarks/README.md, "Measurements behind the library's defaults").
+The Hessian is formed exactly (reverse-over-reverse autodiff) for K <= ``hessian_max_dim``;
+above that the scales stay at 1 (omega = 0), there is one stage, and only the mean moves to
+the mode. The start is refused (``ok`` False, and the caller falls
 back to its usual start) when -H is not positive definite, or when the Newton step (-H)^-1
 grad is larger than :data:`MODE_SD_TOL` Laplace standard deviations (sqrt((-H)^-1_kk))
 along some coordinate (scale-free, unlike a raw gradient norm). A mode that runs off to a
@@ -48,8 +50,9 @@ from jax.typing import ArrayLike
 from .families import Family, FullRankParams, MeanFieldParams
 
 LAPLACE_MAX_STEPS = 1000
-"""L-BFGS iterations allowed for the mode, over all stages. The mixture of Figure 1 (a
-Dirichlet(10,000) weight makes it stiff) needs about 400."""
+"""L-BFGS iterations allowed for the mode, over all stages (a count): a margin above what
+the mixture of Figure 1 needs, whose Dirichlet(10,000) weight makes it stiff
+(measurements: benchmarks/README.md, "Measurements behind the library's defaults")."""
 
 HESSIAN_MAX_DIM = 2000
 """Largest K whose Hessian is formed for the initial scales (K^2 floats, K gradients)."""
@@ -110,8 +113,9 @@ def log_density_functions(log_density: Callable[[Array, Any], Array], dim: int,
     precision = None
     if dim <= hessian_max_dim:
         # reverse mode over the jitted gradient: -H = -d(grad)/d(zeta), the model traced
-        # once for both functions. On E1 (K = 501) a call takes 0.10 s, against 0.16-0.23 s
-        # for forward mode over the same gradient (jax.hessian's jacfwd(jacrev))
+        # once for both functions; faster per call than forward mode over the same gradient
+        # (jax.hessian's jacfwd(jacrev)): benchmarks/README.md, "Measurements behind the
+        # library's defaults"
         precision = jax.jit(lambda zeta, data: -jax.jacrev(
             lambda z: value_and_grad(z, data)[1])(zeta))
     return LogDensityFunctions(value_and_grad, precision)

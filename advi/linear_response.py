@@ -20,9 +20,9 @@ response covariances the same way), with antithetic pairs (eps, -eps): the mu-om
 then vanishes exactly for a quadratic log density, so Cov_LR is exact on Gaussian
 posteriors whatever S. The omega-omega block is not taken from the fixed draws: there its
 entries carry the sample correlations of the eps (~1/sqrt(S)) times precision entries that
-dwarf the diagonal on correlated posteriors, and at S = 32 that noise made the block
-indefinite on a 26-parameter regression. By Price's theorem (Price 1958; Opper & Archambeau
-2009), d^2 E_q[log p] / d omega_k^2 = 2 sigma_k^2 E_q[d^2 log p / d zeta_k^2] + sigma_k^4
+dwarf the diagonal on correlated posteriors, enough at S = :data:`LR_DRAWS` to make the
+block indefinite on a correlated regression. By Price's theorem (Price 1958; Opper &
+Archambeau 2009), d^2 E_q[log p] / d omega_k^2 = 2 sigma_k^2 E_q[d^2 log p / d zeta_k^2] + sigma_k^4
 E_q[d^4 log p / d zeta_k^4]; the block is taken as diagonal, 2 sigma_k^2 times the mu-block's
 diagonal (the fourth-derivative term and the off-diagonal entries are zero on a Gaussian
 posterior). The mu-block of the inverse is then the inverse of the Schur complement
@@ -42,17 +42,15 @@ large, a tilt moves q's mean mostly through q's variances, which is the non-Gaus
 q cannot follow, and the correction is near-singular: its size is set by D, whose diagonal
 Price form above is exact only where log p is quadratic, and a relative error in D reaches
 the variances multiplied by up to rho / (1 - rho) (rho < 1 the largest eigenvalue of A^-1
-C; 0.55 and 0.86 on two fits of the non-centred eight schools, 0.98 on the centred one,
-1e-14 on Gaussian posteriors). So the diagnostic is the variance inflation of each
-coordinate by the coupling, [Cov_LR]_kk / [A^-1]_kk (at most 1 / (1 - rho); 1 on a Gaussian
-posterior); above :data:`LR_INFLATION_MAX` the coordinate is named in a warning. Measured
-on robust fits of the cases of ``benchmarks/bench_covariance.py``: at most 1.02 on the
-regressions, the normal-normal model, the two-component mixture and AR(5) with unknown
-noise sd, where Cov_LR is within 0.02 in |log sd ratio|; 2.1-6.4 for log tau of the
-non-centred eight schools (5 seeds; Cov_LR's sd 1.5-2.4 against NUTS's 1.11, A^-1's
-0.94-1.10), and 50-54 in the centred one (2 seeds). The ratio of Cov_LR to q's own
-variances is no such test: it is 10-18 on the regressions where Cov_LR is exact (Bishop
-2006, Section 10.1.2).
+C: about 0 on Gaussian posteriors, large on hierarchical funnels such as eight schools). So
+the diagnostic is the variance inflation of each coordinate by the coupling,
+[Cov_LR]_kk / [A^-1]_kk (at most 1 / (1 - rho); 1 on a Gaussian posterior); above
+:data:`LR_INFLATION_MAX` the coordinate is named in a warning. On the
+cases of ``benchmarks/bench_covariance.py`` the inflation stays near 1 wherever Cov_LR
+matches the reference posterior and is several times larger for eight schools' log tau,
+where it does not (measurements: benchmarks/README.md, "Measurements behind the library's
+defaults"). The ratio of Cov_LR to q's own variances is no such test: it is large on
+correlated posteriors where Cov_LR is exact (Bishop 2006, Section 10.1.2).
 """
 
 from __future__ import annotations
@@ -74,7 +72,9 @@ METHODS = ("meanfield", "fullrank", "linear_response")
 
 LR_INFLATION_MAX = 1.5
 """Warn where the coupling of q's mean to its variances multiplies a coordinate's
-linear-response variance by more than this (module docstring; 1 on Gaussian posteriors)."""
+linear-response variance by more than this (a ratio of variances; module docstring; 1 on
+Gaussian posteriors): between the cases where Cov_LR is right and those where it is not
+(measurements: benchmarks/README.md, "Measurements behind the library's defaults")."""
 
 MAX_NAMED = 5
 """Coordinates named in a :class:`LinearResponseWarning` (the worst first)."""

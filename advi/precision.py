@@ -36,12 +36,12 @@ promoted to float64 where float32 cannot resolve q."""
 
 RESOLUTION_SD = 0.01
 """``dtype="auto"`` refits in float64 when some coordinate's float32 spacing at the start's
-mode exceeds this many of its Laplace standard deviations. Not the 0.1 sd the result must
-reach, but ten times less: near the optimum the robust preset's steps are eta = 0.1 q-sds
-times Adam's direction, often 0.1-0.5, and a step smaller than half the spacing leaves the
-mean where it is, so the iterates stall. Measured (``benchmarks/bench_scale.py``, seeds
-0-2): at a mean of 1e5 with sd 0.1 (spacing 0.078 sd) float32 stalled 0.42 sd off on two
-seeds of three; at 1e4 (0.0098 sd) all three were within 0.07 sd."""
+mode exceeds this many of its Laplace standard deviations (a ratio, spacing / sd). Not the
+0.1 sd the result must reach, but ten times less: near the optimum the robust preset's
+steps are eta = 0.1 q-sds times Adam's direction, often 0.1-0.5, and a step smaller than
+half the spacing leaves the mean where it is, so the iterates stall
+(``benchmarks/bench_scale.py``; measurements: benchmarks/README.md, "Measurements behind
+the library's defaults")."""
 
 ROUNDING_STEPS = 10.0
 """A refused Laplace start whose Newton step is within this many float32 resolutions

@@ -15,13 +15,12 @@ to say when it got there:
   to a boundary (hierarchical funnels);
 - steps: Adam (Kingma & Ba 2015) at a constant eta = 0.1, each mean coordinate's step
   scaled by q's own standard deviation (:func:`advi.step.precondition_by_scale`), so that
-  one eta fits models whatever the scale of their parameters; no eta search (measured: the
-  preconditioned steps need none, and the search costs 250 iterations). Its second-moment
-  average has b2 = 0.99 (about 100 iterations) rather than optax's 0.999 (1,000): with
-  0.999 the step sizes keep drifting through the first stationarity windows. Measured
-  (``benchmarks/bench_accuracy.py``, ``bench_advi.py``): E1 stops after 1,400-1,450
-  iterations instead of 1,850-2,000 at the same held-out score, eight schools after
-  1,350-1,950 instead of 1,500-4,100; the conjugate cases stay within 0.05 sd (worst of 3 seeds);
+  one eta fits models whatever the scale of their parameters; no eta search (the
+  preconditioned steps need none, and Stan's search spends iterations on trial etas). Its
+  second-moment average has b2 = 0.99 (a memory of about 100 iterations) rather than
+  optax's 0.999 (1,000), because with 0.999 the step sizes keep drifting through the first
+  stationarity windows and the stop comes later at the same accuracy
+  (measurements: benchmarks/README.md, "Measurements behind the library's defaults");
 - stop: split R-hat of the iterates over the second half of the run below 1.1, then the
   iterate average over that window (:mod:`advi.stationarity`; Dhaka et al. 2020,
   Welandawe et al. 2022), instead of the relative-ELBO rule;
@@ -40,16 +39,15 @@ from types import MappingProxyType
 from .options import OPTIONS, Options
 
 FULLRANK_GRAD_SAMPLES = 32
-"""M of a full-rank fit where ``grad_samples`` is None (the robust preset). The whitened
-steps (:mod:`advi.whitening`) make M cheap where the posterior is Gaussian (their gradient's
-noise vanishes at the optimum whatever M, and the step size grows with M,
-eta / (1 + (K + 1) / M)), but where it is not, M = 1 is too noisy: measured on eight schools
-(non-centred, K = 10, 5 seeds), against the full-rank optimum computed by a 40,000-draw
-fixed-draw ELBO in float64, M = 1 ran to ``max_iter`` on every seed and one fit drifted
-into the funnel (log tau's mean -15 against the optimum's 0.85; its constrained means 1.45
-posterior sds off the optimum's); M = 32 stopped by R-hat after 900-1,550 iterations on 4
-seeds (10,000 on the fifth), within 0.10 posterior sd of the optimum's constrained means
-(M = 16: 0.14; M = 64: 0.08)."""
+"""M, the draws of eps averaged per gradient estimate (paper Eq. 6; an int) of a full-rank
+fit where ``grad_samples`` is None (the robust preset). The whitened steps
+(:mod:`advi.whitening`) make M cheap where the posterior is Gaussian (their gradient's noise
+vanishes at the optimum whatever M, and the step size grows with M,
+eta / (1 + (K + 1) / M)), but where it is not, M = 1 is too noisy: on a hierarchical funnel
+(eight schools) the iterates do not become stationary and can drift into the funnel, while
+M = 32 stops by R-hat near the family's optimum (M = 16 ends farther off; M = 64 draws twice
+as many per step) (measurements: benchmarks/README.md, "Measurements behind the library's
+defaults")."""
 
 PRESETS: Mapping[str, Options] = MappingProxyType({
     "stan": Options(),

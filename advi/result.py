@@ -206,7 +206,8 @@ class ADVIResult:
     def pareto_khat(self) -> float | None:
         """Pareto k-hat of p/q (Yao et al. 2018, ArviZ's PSIS), or None when no log weights
         were drawn. Below 0.5 q is close to the posterior, 0.5-0.7 usable, above 0.7 q is
-        an unreliable approximation. Computed on first access (importing ArviZ takes ~2 s)."""
+        an unreliable approximation. Computed on first access (it imports ArviZ, which is slow
+        to import)."""
         if self.khat_log_weights is None:
             return None
         return pareto_khat(self.khat_log_weights)

@@ -347,7 +347,8 @@ def _seeder(model: Callable, plate: str | None, minibatch_size: int | None
 def _ravel(shapes: dict[str, tuple[int, ...]]) -> tuple[int, Callable[[Array], dict]]:
     """K and ``unravel(zeta (K,)) -> {site: array}`` of ``jax.flatten_util.ravel_pytree``
     for the sites' shapes, found in ``jax.eval_shape``: no XLA op runs (eagerly, each would
-    compile, ~45 ms in a fresh process), and ``unravel`` holds only the static sizes."""
+    be compiled, a cost a fresh process notices), and ``unravel`` holds only the static
+    sizes."""
     found = {}
 
     def ravel() -> Array:

@@ -5,9 +5,10 @@ support except those where its bijection is badly behaved from a generic initial
 
 - ``positive_ordered_vector``: NumPyro maps zeta to exp of an ordered vector,
   theta_k = exp(zeta_1 + sum_{1 < j <= k} exp(zeta_j)), which is doubly exponential: a draw of
-  q with standard deviation ~1 overflows (the initial ELBO of such a model was -7.5e9). The
-  library uses Stan's transform instead (Stan Reference Manual, "Positive ordered vector"):
-  theta_k = sum_{j <= k} exp(zeta_j), :class:`CumulativeExp`.
+  q with standard deviation ~1 overflows (measurements: benchmarks/README.md, "Measurements
+  behind the library's defaults"). The library uses Stan's transform instead (Stan
+  Reference Manual, "Positive ordered vector"): theta_k = sum_{j <= k} exp(zeta_j),
+  :class:`CumulativeExp`.
 
 :func:`unconstraining_transform` is the one place that chooses; :mod:`advi.target` builds
 the log density and the constraining map from it, so a model never needs its own transform.

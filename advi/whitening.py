@@ -18,10 +18,10 @@ the cheapest exact form: the frame moves with q, and the Laplace start
 
 Why: the diagonal scaling the mean-field family uses (:func:`advi.step.precondition_by_scale`)
 scaled row k of L's Adam steps by the marginal sd of zeta_k, while L_kk is the
-*conditional* sd, orders of magnitude smaller on correlated posteriors. Measured on a
-conjugate linear regression with 26 equicorrelated (0.9) predictors at column scales
-10^-3 .. 10^4, those steps took L from the exact Laplace factor to entries of 1e17 (means
-6e16 sds off) in 10,000 iterations; whitened steps end within 0.001 sd.
+*conditional* sd, orders of magnitude smaller on correlated posteriors: on a correlated,
+badly scaled regression those steps took L from the exact Laplace factor to entries many
+orders of magnitude too large, where whitened steps end at the optimum (measurements:
+benchmarks/README.md, "Measurements behind the library's defaults").
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ def whitened_step(params: FullRankParams, grad: FullRankParams, eta: float | Arr
     The step size is eta / (1 + (K + 1) / M): the noise of a whitened gradient is
     multiplicative (each draw's term is a rank-one eps eps^T times the distance to the
     optimum, with E||eps||^2 = K), and, as for the normalised LMS filter (Nagumo & Noda
-    1967), steps larger than about 2 / (1 + (K + 1) / M) make the iterates diverge
-    (measured: eta = 0.1 diverged at K = 26, M = 1, after 230 iterations).
+    1967), steps larger than about 2 / (1 + (K + 1) / M) make the iterates diverge, as a
+    plain eta = 0.1 does at M = 1 once K is a few tens (measurements: benchmarks/README.md,
+    "Measurements behind the library's defaults").
 
     Args:
         params: full-rank parameters, mu (K,), L (K, K).
