@@ -7,7 +7,8 @@ their path, so a run started by hand makes what it lacks.
 
 Sources (``experiment.data.source``):
 
-- ``simulate``: ``advi_repro.planning.datasets.simulate.<name>(seed, **simulate)`` saved as an .npz;
+- ``simulate``: the model module's ``simulate(seed, **simulate)`` (``advi_repro.models``)
+  saved as an .npz, named after ``data.name``;
 - ``fetch``: the checked files of a real data set, in a folder (``data.file`` names the one
   the model reads, if it reads one file);
 - ``imageclef``: the (N, 576) float32 colour histograms of E5 and E6 as an .npy, the rows
@@ -34,7 +35,7 @@ from advi_repro import models
 from advi_repro.planning.config import Config
 from advi_repro.planning.datasets import fetch as fetching
 from advi_repro.planning.datasets import images
-from advi_repro.planning.datasets import simulate as simulators
+from advi_repro.planning.datasets import simulate as standins
 from advi_repro.planning.files import atomic_open
 from advi_repro.planning.paths import fetched_data_dir, imageclef_data_path, simulated_data_path
 
@@ -90,15 +91,19 @@ def describe_data(run: Config) -> str:
                 f"paper's features are not redistributable; data.image_dir=... runs the same "
                 f"experiment on real images.")
     if data.source == "simulate":
-        return (f"Data: simulated (advi_repro.planning.datasets.simulate.{data.name}, "
+        return (f"Data: simulated (advi_repro.models.{run.experiment.model}.simulate, "
                 f"seed {data.seed}).")
     return f"Data: {data.name} (fetched, sha256-checked)."
 
 
-def simulate(name: str, seed: int, kwargs: dict[str, Any], path: Path) -> Path:
-    """Writes ``advi_repro.planning.datasets.simulate.<name>(seed, **kwargs)`` to ``path`` (.npz),
-    atomically."""
-    arrays = getattr(simulators, name)(seed, **kwargs)
+def simulate(model: str, seed: int, kwargs: dict[str, Any], path: Path) -> Path:
+    """Writes ``advi_repro.models.<model>.simulate(seed, **kwargs)`` to ``path`` (.npz),
+    atomically.
+
+    Raises:
+        ValueError: the model is unknown or has no ``simulate``.
+    """
+    arrays = models.simulator(model)(seed, **kwargs)
     with atomic_open(path, "wb") as f:
         np.savez(f, **arrays)
     return path
@@ -132,7 +137,7 @@ def imageclef_features(
     """
     path = Path(path)
     if image_dir is None:
-        return Path(getattr(simulators, simulator)(seed, **kwargs, out_path=path))
+        return Path(standin(simulator)(seed, **kwargs, out_path=path))
     features = images.rgb_histograms(
         image_dir, rng=images.dequantisation_rng(seed))
     num_train = features.shape[0] - num_heldout
@@ -145,6 +150,18 @@ def imageclef_features(
     with atomic_open(path, "wb") as f:
         np.save(f, standardised)
     return path
+
+
+def standin(name: str) -> Any:
+    """The imageCLEF stand-in ``advi_repro.planning.datasets.simulate.<name>`` (:data:`STANDINS`).
+
+    Raises:
+        ValueError: ``name`` is not a stand-in; the message lists them.
+    """
+    if name not in STANDINS:
+        raise ValueError(f"data.name={name!r} is not an imageCLEF stand-in; valid: "
+                         f"{', '.join(STANDINS)} (or data.image_dir for real images)")
+    return getattr(standins, name)
 
 
 def fetch(name: str, folder: Path, mirror_dir: str | None) -> Path:
@@ -175,7 +192,7 @@ def prepare_data(run: Config) -> Path:
             path, simulator=data.name, seed=data.seed, kwargs=run.experiment_scale().simulate,
             image_dir=run.data.image_dir, num_heldout=heldout_rows(run),
         )
-    return simulate(data.name, data.seed, run.experiment_scale().simulate, path)
+    return simulate(run.experiment.model, data.seed, run.experiment_scale().simulate, path)
 
 
 def load_problem(run: Config, path: Path) -> models.Problem:

@@ -42,9 +42,10 @@ NOT_RESULT_KEYS = ("results_dir", "mirror_dir", "cores")
   each ``info.json`` records the cores it had (``resources``).
 """
 
-EXPERIMENT_NOT_RESULT_KEYS = ("figure", "title", "claim", "methods", "reference_method",
-                              "factors")
-"""Keys of ``experiment`` that only the report reads: its figure, captions, the list of
+EXPERIMENT_NOT_RESULT_KEYS = ("figure", "title", "claim", "claim_id", "paper_code", "methods",
+                              "reference_method", "factors")
+"""Keys of ``experiment`` that only the report reads: its figure, captions, the paper's
+claim it tests and where the paper shows the model's code, the list of
 methods (adding a method to it adds a run, not a change to the others), the reference the
 others are timed against, the factors figure."""
 

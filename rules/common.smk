@@ -10,17 +10,19 @@ from snakemake.utils import validate
 from advi_repro.planning.paths import fetched_data_dir, imageclef_data_dir, run_dir, simulated_data_dir
 from advi_repro.planning.estimate import plan_report
 from advi_repro.planning.rerun import code_version
-from advi_repro.planning.workflow import plan_workflow
+from advi_repro.planning.workflow import experiment_names, plan_workflow
 
 
 validate(config, "../conf/workflow.schema.yaml")
 
+CONF = Path(workflow.basedir) / "conf"  # the conf/ beside the Snakefile, as fit.py's
 PLAN = plan_workflow(
-    experiments=config["experiments"],
+    # every conf/experiment/*.yaml unless the config names some
+    experiments=config.get("experiments") or experiment_names(CONF),
     scale=config["scale"],
     seeds=[int(seed) for seed in config["seeds"]],
     overrides=config["overrides"],
-    conf_dir=Path(workflow.basedir) / "conf",  # the conf/ beside the Snakefile, as fit.py's
+    conf_dir=CONF,
 )
 # The code runs are made by now (git commit, uncommitted changes, package version): the page
 # of the runs marks runs whose info.json records other code.

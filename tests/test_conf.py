@@ -17,6 +17,7 @@ from advi_repro.planning.paths import REPO_ROOT
 from advi_repro.planning.workflow import (
     CONF_DIR,
     expand_sweeps,
+    experiment_names,
     plan_workflow,
     refuse_shared_folders,
 )
@@ -203,9 +204,25 @@ def test_a_fit_sweep_that_would_share_a_folder_is_refused_before_anything_runs(t
 
 def test_the_workflow_runs_every_experiment_by_default():
     config = yaml.safe_load((REPO_ROOT / "conf" / "workflow.yaml").read_text())
-    assert config["experiments"] == ["linreg_ard", "election88", "gamma_poisson_nmf",
-                                     "dirichlet_exponential_nmf", "gmm", "gmm_minibatch"]
-    assert sorted(config["experiments"]) == EXPERIMENTS
+    assert "experiments" not in config  # no list to extend: every conf/experiment/*.yaml
+    assert experiment_names(CONF_DIR) == EXPERIMENTS == [
+        "dirichlet_exponential_nmf", "election88", "gamma_poisson_nmf", "gmm",
+        "gmm_minibatch", "linreg_ard"]
+
+
+def test_an_experiment_naming_no_model_module_is_refused_naming_the_valid_ones(compose_run):
+    with pytest.raises(ValueError, match=r"unknown model 'linreg': there is no "
+                                         r"models/linreg.py; valid models: .*linreg_ard"):
+        compose_run("experiment.model=linreg")
+
+
+def test_each_paper_experiment_names_the_claim_it_tests_and_where_the_paper_shows_its_code(
+        compose_run):
+    claims = {name: compose_run(f"experiment={name}").experiment for name in EXPERIMENTS}
+    assert {name: e.claim_id for name, e in claims.items()} == {
+        "linreg_ard": "E1", "election88": "E2", "gamma_poisson_nmf": "E3",
+        "dirichlet_exponential_nmf": "E4", "gmm": "E5", "gmm_minibatch": "E6"}
+    assert all(e.paper_code.startswith("Appendix ") for e in claims.values())
 
 
 def test_a_sweep_in_an_experiments_method_list_gives_one_run_per_minibatch_size():
