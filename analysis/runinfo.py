@@ -62,6 +62,8 @@ def data_origin(infos: Sequence[Mapping[str, Any]]) -> str:
                 "simulated stand-in for the imageCLEF histograms "
                 "(advi_repro.planning.datasets.simulate."
                 f"{data.get('name')}; no data.image_dir given)")
+    if data.get("source") == "file":
+        return f"file {data.get('path')}"
     return f"{data.get('source', '')} {data.get('name', '')}".strip()
 
 

@@ -52,7 +52,7 @@ class ScaleConfig:
         check(self, "mcmc_num_samples", lambda v: v >= 1, "an integer >= 1")
 
 
-DATA_SOURCES = ("simulate", "fetch", "imageclef")
+DATA_SOURCES = ("simulate", "fetch", "imageclef", "file")
 """The kinds of ``experiment.data.source`` (:class:`DataConfig`)."""
 
 
@@ -62,27 +62,35 @@ class DataConfig:
 
     Attributes:
         source: ``simulate`` (the model module's ``simulate(seed, **simulate)``, saved as
-            an .npz named after ``name``), ``fetch`` (``advi_repro.planning.datasets.fetch.fetch(name, ...)``,
-            sha256-checked)
-            or ``imageclef`` (the 576-dimensional colour histograms of E5 and E6 as a
+            an .npz named after ``name``), ``fetch``
+            (``advi_repro.planning.datasets.fetch.fetch(name, ...)``, sha256-checked), or
+            ``imageclef`` (the 576-dimensional colour histograms of E5 and E6 as a
             float32 .npy: a simulated stand-in, ``advi_repro.planning.datasets.simulate.<name>(seed,
             **simulate)``, unless the run's ``data.image_dir`` names a folder of real
-            images, see :class:`DataOptions`).
+            images, see :class:`DataOptions`), or ``file``: a CSV or .npy file of your own
+            (``path``), split at random by
+            :func:`advi_repro.planning.datasets.own.split_file` with the scale's ``load``
+            keywords (``heldout_fraction``, ``columns``: the model's argument names).
         name: the data set's name (its folder under ``results/data``; for ``imageclef``
             the stand-in, ``image_standin`` or ``gmm_standin``).
         seed: seed of the simulation and of the train/held-out split (fixed per experiment,
             so that runs with different seeds compare methods on the same data).
         file: the file of a fetched data set that the model's ``load`` reads (None: the
             data set's folder, e.g. election88's two CSV files).
+        path: ``source: file``'s data file, relative to the working directory or absolute.
     """
 
     source: str = MISSING
     name: str = MISSING
     seed: int = 0
     file: str | None = None
+    path: str | None = None
 
     def __post_init__(self) -> None:
         check(self, "source", lambda v: v in DATA_SOURCES, " or ".join(map(repr, DATA_SOURCES)))
+        if (self.source == "file") != (self.path is not None):
+            raise ValueError(f"DataConfig.path = {self.path!r}: data.source: file needs "
+                             "data.path (your .csv or .npy file), and only it takes one")
 
 
 @dataclass

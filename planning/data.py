@@ -11,6 +11,8 @@ Sources (``experiment.data.source``):
   saved as an .npz, named after ``data.name``;
 - ``fetch``: the checked files of a real data set, in a folder (``data.file`` names the one
   the model reads, if it reads one file);
+- ``file``: a CSV or .npy file of your own (``data.path``), not copied: the runs read it
+  where it is, split by :func:`advi_repro.planning.datasets.own.split_file`;
 - ``imageclef``: the (N, 576) float32 colour histograms of E5 and E6 as an .npy, the rows
   before the last ``n_heldout`` for training. By default a simulated stand-in,
   ``advi_repro.planning.datasets.simulate.<name>(seed, **simulate, out_path=...)`` (the imageCLEF
@@ -34,7 +36,7 @@ import numpy as np
 from advi_repro import models
 from advi_repro.planning.config import Config
 from advi_repro.planning.datasets import fetch as fetching
-from advi_repro.planning.datasets import images
+from advi_repro.planning.datasets import images, own
 from advi_repro.planning.datasets import simulate as standins
 from advi_repro.planning.files import atomic_open
 from advi_repro.planning.paths import fetched_data_dir, imageclef_data_path, simulated_data_path
@@ -62,8 +64,11 @@ def heldout_rows(run: Config) -> int:
 
 
 def data_path(run: Config) -> Path:
-    """The file (simulated, imageclef) or folder (fetched) that the data rules make."""
+    """The file (simulated, imageclef) or folder (fetched) that the data rules make, or your
+    own file (``data.path``)."""
     data = run.experiment.data
+    if data.source == "file":
+        return Path(data.path)
     if data.source == "simulate":
         return simulated_data_path(run.results_dir, data.name, data.seed,
                                    run.experiment_scale().simulate)
@@ -90,6 +95,8 @@ def describe_data(run: Config) -> str:
                 "since the "
                 f"paper's features are not redistributable; data.image_dir=... runs the same "
                 f"experiment on real images.")
+    if data.source == "file":
+        return f"Data: the file {data.path} (data.path), its rows split at random."
     if data.source == "simulate":
         return (f"Data: simulated (advi_repro.models.{run.experiment.model}.simulate, "
                 f"seed {data.seed}).")
@@ -183,6 +190,8 @@ def prepare_data(run: Config) -> Path:
     there."""
     path = data_path(run)
     data = run.experiment.data
+    if data.source == "file" and not path.is_file():
+        raise FileNotFoundError(f"data.path {path} does not exist or is not a file")
     if data.source == "fetch":
         return fetch(data.name, path, run.mirror_dir)  # keeps the files already checked
     if path.exists():
@@ -197,8 +206,12 @@ def prepare_data(run: Config) -> Path:
 
 def load_problem(run: Config, path: Path) -> models.Problem:
     """The train/held-out split of the data at ``path`` (``path / data.file`` when the
-    experiment names a file of a fetched data set), by the experiment's model."""
+    experiment names a file of a fetched data set), by the experiment's model; your own file
+    (``data.source: file``) by :func:`advi_repro.planning.datasets.own.split_file`."""
+    data, sizes = run.experiment.data, run.experiment_scale().load
+    if data.source == "file":
+        return own.split_file(path, seed=data.seed, **sizes)
     module = models.get(run.experiment.model)
-    if run.experiment.data.file is not None:
-        path = path / run.experiment.data.file
-    return module.load(path, seed=run.experiment.data.seed, **run.experiment_scale().load)
+    if data.file is not None:
+        path = path / data.file
+    return module.load(path, seed=data.seed, **sizes)

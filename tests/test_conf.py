@@ -12,6 +12,7 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 
 from advi_repro.planning.config import register, to_run
+from advi_repro.planning.data import data_path
 from advi_repro.planning.methods import AdviConfig, HmcConfig, NutsConfig
 from advi_repro.planning.paths import REPO_ROOT
 from advi_repro.planning.workflow import (
@@ -310,3 +311,11 @@ def test_fit_help_lists_the_choices_a_user_may_pick_and_describes_each_main_opti
         line = next(line for line in help_text.splitlines() if line.startswith(f"  {option}"))
         assert len(line.split()) > 2, line  # the option and words describing it
     assert "== This run's config ==\nexperiment:\n  name: linreg_ard" in help_text
+
+
+def test_a_data_file_of_your_own_needs_its_path_and_is_read_where_it_is(compose_run):
+    with pytest.raises(ValueError, match=r"DataConfig.path = None: data.source: file needs "
+                                         r"data.path"):
+        compose_run("experiment.data.source=file")
+    run = compose_run("experiment.data.source=file", "+experiment.data.path=mine/counts.csv")
+    assert str(data_path(run)) == "mine/counts.csv"
