@@ -230,6 +230,12 @@ class Config:
         data: run-wide data options (``data.image_dir``: real images for E5 and E6).
         cores: the CPUs the run uses; the workflow runs as many fits side by side as
             ``--cores`` allows, each pinned to its own (:mod:`advi_repro.runners.cpus`).
+        input_data: the run's data file or folder, as the workflow's data rules made it
+            (the fit rule passes its Snakemake input); None, a run by hand: the data the
+            experiment's settings name, made first if missing
+            (:func:`advi_repro.planning.data.prepare_data`).
+        output_dir: the run's folder (the fit rule passes its Snakemake output's); None:
+            :meth:`run_dir`.
     """
 
     experiment: ExperimentConfig = MISSING
@@ -241,6 +247,8 @@ class Config:
     mirror_dir: str | None = None
     data: DataOptions = field(default_factory=DataOptions)
     cores: int = 1
+    input_data: str | None = None
+    output_dir: str | None = None
 
     def __post_init__(self) -> None:
         check(self, "budget_s", positive, "a positive number of seconds")
@@ -248,9 +256,11 @@ class Config:
         check(self, "seed", lambda v: v >= 0, "an integer >= 0")
 
     def run_dir(self, seed: int | None = None) -> Path:
-        """The run's folder (:func:`advi_repro.planning.paths.run_dir`); ``seed``: another seed's
-        run
-        of the same configuration (default: this run's seed)."""
+        """The run's folder: ``output_dir`` when given, else
+        :func:`advi_repro.planning.paths.run_dir`'s; ``seed``: another seed's run of the same
+        configuration (default: this run's seed), always the latter."""
+        if seed is None and self.output_dir is not None:
+            return Path(self.output_dir)
         return run_dir(self.results_dir, self.scale.name, self.experiment.name,
                        self.method.run_name(), self.seed if seed is None else seed)
 

@@ -1,9 +1,10 @@
 """An experiment's data: simulated from a seed, fetched (sha256-checked) or computed from
 images, then split.
 
-The workflow makes the data in their own rules (``rules/data.smk``) with these functions;
-``scripts/fit.py`` calls :func:`prepare_data` too, which finds them made and only returns
-their path, so a run started by hand makes what it lacks.
+The workflow makes the data in their own rules (``rules/data.smk``) with these functions,
+and its fit rule hands each job its data file (``input_data``); only a run started by hand
+(``scripts/fit.py`` without ``input_data``) calls :func:`prepare_data`, which finds the data
+made and only returns their path, or makes what it lacks.
 
 Sources (``experiment.data.source``):
 

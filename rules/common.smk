@@ -95,10 +95,14 @@ def fit_threads(wildcards):
     return run_job(wildcards).cores
 
 
-def fit_overrides(wildcards, output):
-    """The run's Hydra overrides, quoted for the shell. Takes `output` so that Snakemake
-    counts it as derived and does not compare it: `fit_config` is what is compared."""
-    return " ".join(shlex.quote(o) for o in run_job(wildcards).overrides)
+def fit_overrides(wildcards, input, output):
+    """The run's Hydra overrides and the files the rule hands it, its data (input) and its
+    folder (output's), quoted for the shell: the job never derives them itself. Takes
+    `input` and `output` so that Snakemake counts it as derived and does not compare it:
+    `fit_config` is what is compared."""
+    folder = Path(output.trace).parent
+    files = [f"input_data='{input.data}'", f"output_dir='{folder}'"]
+    return " ".join(shlex.quote(o) for o in [*run_job(wildcards).overrides, *files])
 
 
 def fit_script(wildcards, output):

@@ -26,6 +26,7 @@ from advi_repro.analysis.claims import ExperimentResult, claims_table
 from advi_repro.analysis.report_pages import html_page, scale_note
 from advi_repro.analysis.runinfo import data_origin, timing_setup
 from advi_repro.planning.files import atomic_open
+from advi_repro.planning.scriptlog import log_to
 
 
 def build(
@@ -97,7 +98,7 @@ def _by_experiment(text: str) -> dict[str, str | None]:
 def main() -> None:
     """Reads the inputs named by the rule and writes ``output.table`` (CSV) and
     ``output.page`` (HTML)."""
-    logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+    log_to(snakemake.log[0])  # noqa: F821
     params, inputs, output = snakemake.params, snakemake.input, snakemake.output  # noqa: F821
     table = build(experiments_of(inputs.summaries, params.references, params.claim_ids),
                   inputs.infos, inputs.transformation, tolerance=params.tolerance)

@@ -21,6 +21,7 @@ from typing import Any
 
 from advi_repro import models
 from advi_repro.planning.files import atomic_open
+from advi_repro.planning.scriptlog import log_to
 
 PLUMBING = ("advi_repro.models._checks", "advi_repro.models._plate")
 """Helper modules left out of the page: argument checks and row gathering, not the model."""
@@ -100,7 +101,7 @@ def render_page(name: str, *, diagram: bool) -> str:
 
 def main() -> None:
     """Writes ``snakemake.output[0]`` for ``snakemake.wildcards.model``."""
-    logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+    log_to(snakemake.log[0])  # noqa: F821
     name, diagram = snakemake.wildcards.model, bool(snakemake.params.diagram)  # noqa: F821
     with atomic_open(snakemake.output[0]) as f:  # noqa: F821
         f.write(render_page(name, diagram=diagram))

@@ -2,6 +2,7 @@
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -319,3 +320,15 @@ def test_a_data_file_of_your_own_needs_its_path_and_is_read_where_it_is(compose_
         compose_run("experiment.data.source=file")
     run = compose_run("experiment.data.source=file", "+experiment.data.path=mine/counts.csv")
     assert str(data_path(run)) == "mine/counts.csv"
+
+
+def test_experiments_of_two_models_may_not_simulate_into_one_file(tmp_path):
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, conf)
+    text = (conf / "experiment" / "linreg_ard.yaml").read_text()
+    mine = text.replace("name: linreg_ard\nmodel: linreg_ard", "name: mine\nmodel: gmm")
+    (conf / "experiment" / "mine.yaml").write_text(mine)
+    with pytest.raises(ValueError, match=r"models 'linreg_ard' and 'gmm' would simulate into "
+                                         r"one file, .*linreg_ard/seed0.*another data.name"):
+        plan_workflow(experiments=["linreg_ard", "mine"], scale="smoke", seeds=[0],
+                      overrides=[], conf_dir=conf)
