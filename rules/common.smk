@@ -101,7 +101,7 @@ def fit_overrides(wildcards, input, output):
     `input` and `output` so that Snakemake counts it as derived and does not compare it:
     `fit_config` is what is compared."""
     folder = Path(output.trace).parent
-    files = [f"input_data='{input.data}'", f"output_dir='{folder}'"]
+    files = [f'input_data="{input.data}"', f'output_dir="{folder}"']  # Hydra-quoted
     return " ".join(shlex.quote(o) for o in [*run_job(wildcards).overrides, *files])
 
 

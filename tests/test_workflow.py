@@ -271,8 +271,8 @@ def test_the_fit_rule_hands_each_job_its_data_file_and_its_folder(tmp_path):
         "experiments=[linreg_ard]", 'overrides=["method=advi"]'])
     assert result.returncode == 0, result.stderr[-3000:]
     data = "results/data/simulated/linreg_ard/seed0_num_features10_num_heldout100_num_train500.npz"
-    assert f"input_data='{data}'" in result.stdout
-    assert "output_dir='results/runs/smoke/linreg_ard/advi_M1/seed0'" in result.stdout
+    assert f"""'input_data="{data}"'""" in result.stdout  # quoted for Hydra, then the shell
+    assert """'output_dir="results/runs/smoke/linreg_ard/advi_M1/seed0"'""" in result.stdout
 
 
 @ON_SMOKE_WORKER
