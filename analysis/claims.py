@@ -17,6 +17,9 @@ files and writes ``claims.csv``. Each claim is judged by a stated criterion
 - E3, E4: ADVI comes within the tolerance of NUTS's final heldout_lpd at least 10 times
   sooner than NUTS itself; E5: at least 100 times (orders of magnitude).
 - E6: every minibatch size B >= 500 ends with a higher heldout_lpd than every B < 500.
+
+Each experiment's YAML names the claim it tests (``claim_id``); an experiment that tests none
+(a model of your own) gets a "no paper claim" row with its numbers, judged by nothing.
 """
 
 from __future__ import annotations
@@ -50,30 +53,45 @@ class Verdict(NamedTuple):
     reason: str
 
 
+NO_CLAIM = "no paper claim"
+"""``held`` of an experiment that tests no claim of the paper (its ``claim_id`` is null)."""
+
+
 class ExperimentResult(NamedTuple):
     """What the reproduction table needs to know of one planned experiment.
 
     Attributes:
         name: the experiment (``conf/experiment/<name>.yaml``).
-        model: its model module.
+        claim_id: the claim it tests (its YAML's ``claim_id``, ``E1`` to ``E6``), or None.
         summary: its summary table (:func:`advi_repro.analysis.summary.summary_table`).
         reference: the method whose final heldout_lpd the others are timed against (NUTS;
             E6: the largest minibatch), or None.
         tolerance: "within" means within this fraction of the reference's final value.
-        minibatched: whether its ADVI runs subsample the data (stochastic ADVI, E6).
         data: where its data came from, for the report (e.g. a simulated stand-in).
         setups: per method, what its seconds were measured on
             (:func:`advi_repro.analysis.runinfo.timing_setup`; None: not recorded).
     """
 
     name: str
-    model: str
+    claim_id: str | None
     summary: pd.DataFrame
     reference: str | None
     tolerance: float
-    minibatched: bool
     data: str
     setups: Mapping[str, str | None] | None = None
+
+
+def check_claim_id(experiment: str, claim_id: str | None) -> None:
+    """Checks that an experiment's ``claim_id`` names a claim an experiment can test.
+
+    Raises:
+        ValueError: it names none; the message gives the experiment, the value and the
+            valid ids (E0 is Figure 3's, not an experiment's).
+    """
+    valid = [claim.id for claim in CLAIMS if claim.id != "E0"]
+    if claim_id is not None and claim_id not in valid:
+        raise ValueError(f"experiment {experiment!r}: claim_id {claim_id!r} is not a claim of "
+                         f"the paper; valid: {', '.join(valid)}, or null for none")
 
 
 # ---- E0: the transformation (Figure 3) ------------------------------------------------------
@@ -177,19 +195,9 @@ def judge_experiment(
         setups: per method, what its seconds were measured on (None: not recorded).
     """
     table = summary.set_index("method")
-    column = reach_column(reference, tolerance) if reference is not None else None
-    if column in table.columns:
-        seconds = table[column].astype(float).fillna(np.inf)
-    else:
-        seconds = pd.Series(np.inf, index=table.index)
+    seconds, parts = _reach(summary, reference=reference, tolerance=tolerance)
     final = table["final_heldout_lpd"].astype(float)
     advi = [m for m in table.index if advi_setting(m) is not None]
-    parts = [f"final heldout_lpd: {_finals(summary)}"]
-    if column in table.columns and reference in table.index:
-        parts.append(f"seconds to within {tolerance * 100:g}% of "
-                     f"{table.loc[reference, 'label']}'s final value: "
-                     + ", ".join(f"{table.loc[m, 'label']} {_seconds(seconds[m])}"
-                                 for m in table.index))
     if claim == "E6":
         return _judge_minibatch(table, final, parts)
     if reference not in table.index or not advi:
@@ -204,6 +212,26 @@ def judge_experiment(
     if claim in SPEED_UP:
         return _judge_speed(times, parts, SPEED_UP[claim])
     return _judge_accuracy(times, parts, claim)
+
+
+def _reach(summary: pd.DataFrame, *, reference: str | None, tolerance: float
+           ) -> tuple[pd.Series, list[str]]:
+    """Per method (the summary's index), the seconds to within ``tolerance`` of the
+    reference's final heldout_lpd (inf: never, or no reference), and what was measured in
+    words: the final values and, where there is a reference, those seconds."""
+    table = summary.set_index("method")
+    column = reach_column(reference, tolerance) if reference is not None else None
+    if column in table.columns:
+        seconds = table[column].astype(float).fillna(np.inf)
+    else:
+        seconds = pd.Series(np.inf, index=table.index)
+    parts = [f"final heldout_lpd: {_finals(summary)}"]
+    if column in table.columns and reference in table.index:
+        parts.append(f"seconds to within {tolerance * 100:g}% of "
+                     f"{table.loc[reference, 'label']}'s final value: "
+                     + ", ".join(f"{table.loc[m, 'label']} {_seconds(seconds[m])}"
+                                 for m in table.index))
+    return seconds, parts
 
 
 def _fastest_advi(t: _Times, parts: list[str]) -> tuple[str, float, str]:
@@ -309,21 +337,6 @@ def _judge_minibatch(table: pd.DataFrame, final: pd.Series, parts: list[str]) ->
 # ---- the table ---------------------------------------------------------------------------------
 
 
-def claim_of(model: str, *, minibatched: bool) -> str:
-    """The claim an experiment on ``model`` tests: by its model, and for the mixture (E5, E6)
-    by whether it runs stochastic ADVI.
-
-    Raises:
-        ValueError: no claim of the paper fits this model.
-    """
-    if model == "gmm":
-        return "E6" if minibatched else "E5"
-    for claim in CLAIMS:
-        if claim.model == model:
-            return claim.id
-    raise ValueError(f"no claim of the paper is about model {model!r}")
-
-
 def _held(held: bool | None) -> str:
     return {True: "yes", False: "no", None: "cannot tell"}[held]
 
@@ -333,33 +346,30 @@ def claims_table(
 ) -> pd.DataFrame:
     """The reproduction table: one row per claim and experiment, claims in the paper's order;
     an experiment that also ran robust ADVI gets a second row, "<name> (ADVI robust)", judged
-    with robust ADVI in place of Stan's (:func:`advi_variants`).
+    with robust ADVI in place of Stan's (:func:`advi_variants`); last, a row for each
+    experiment that tests no claim of the paper (``claim_id`` None), with its numbers.
 
     Args:
         transformation: :func:`transformation_table` of Figure 3's fit, or None if not run.
         experiments: the planned experiments; claims no experiment tests are "not run".
 
     Returns:
-        Columns :data:`COLUMNS`; ``held`` is ``yes``, ``no``, ``cannot tell`` or
-        ``not run``.
+        Columns :data:`COLUMNS`; ``held`` is ``yes``, ``no``, ``cannot tell``, ``not run``
+        or :data:`NO_CLAIM`.
+
+    Raises:
+        ValueError: an experiment's ``claim_id`` is not a claim of the paper.
     """
-    by_claim: dict[str, list[ExperimentResult]] = {}
+    by_claim: dict[str | None, list[ExperimentResult]] = {}
     for experiment in experiments:
-        claim = claim_of(experiment.model, minibatched=experiment.minibatched)
-        by_claim.setdefault(claim, []).append(experiment)
+        check_claim_id(experiment.name, experiment.claim_id)
+        by_claim.setdefault(experiment.claim_id, []).append(experiment)
     rows: list[dict[str, Any]] = []
     for claim in CLAIMS:
         row = {"claim": claim.id, "figure": claim.figure, "paper_claim": claim.text,
                "criterion": claim.criterion}
         if claim.id == "E0":
-            if transformation is None:
-                rows.append({**row, "experiment": "", "measured": "", "held": "not run",
-                             "verdict": "Figure 3 was not made", "data": ""})
-                continue
-            verdict = judge_transformation(transformation)
-            rows.append({**row, "experiment": "fig3_transformations",
-                         "measured": verdict.measured, "held": _held(verdict.held),
-                         "verdict": verdict.reason, "data": "simulated Poisson counts"})
+            rows.append({**row, **_transformation_row(transformation)})
             continue
         if claim.id not in by_claim:
             rows.append({**row, "experiment": "", "measured": "", "held": "not run",
@@ -372,4 +382,27 @@ def claims_table(
                 rows.append({**row, "experiment": experiment.name + suffix,
                              "measured": verdict.measured, "held": _held(verdict.held),
                              "verdict": verdict.reason, "data": experiment.data})
+    rows += [_unclaimed_row(experiment) for experiment in by_claim.get(None, [])]
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def _transformation_row(transformation: pd.DataFrame | None) -> dict[str, Any]:
+    """E0's row (less the claim's own columns) from Figure 3's fit table, or "not run"."""
+    if transformation is None:
+        return {"experiment": "", "measured": "", "held": "not run",
+                "verdict": "Figure 3 was not made", "data": ""}
+    verdict = judge_transformation(transformation)
+    return {"experiment": "fig3_transformations", "measured": verdict.measured,
+            "held": _held(verdict.held), "verdict": verdict.reason,
+            "data": "simulated Poisson counts"}
+
+
+def _unclaimed_row(experiment: ExperimentResult) -> dict[str, Any]:
+    """The row of an experiment that tests no claim of the paper: what it measured."""
+    _, parts = _reach(experiment.summary, reference=experiment.reference,
+                      tolerance=experiment.tolerance)
+    return {"claim": "none", "figure": "", "paper_claim": "", "criterion": "",
+            "experiment": experiment.name, "held": NO_CLAIM,
+            "verdict": "the experiment tests no claim of the paper (claim_id: null): its "
+                       "numbers are shown, not judged",
+            "measured": "; ".join(parts), "data": experiment.data}

@@ -1,5 +1,5 @@
 """What the report reads from runs' ``info.json``: what each run's seconds were measured
-on, the code that made it, and an experiment's model and data.
+on, the code that made it, and where an experiment's data came from.
 
 Seconds are comparable between runs only when they ran on the same kind of device with the
 same number of cores of the same CPU model; the report shows each run's set-up and the
@@ -42,35 +42,29 @@ def describe_resources(info: Mapping[str, Any]) -> str:
     return f"{setup}; {cpus}; beside {beside} fit{'s' if beside != 1 else ''}{busy}"
 
 
-def experiment_facts(infos: Sequence[Mapping[str, Any]]) -> tuple[str, bool, str]:
-    """An experiment's model, whether it is minibatched, and its data's origin, from the
+def data_origin(infos: Sequence[Mapping[str, Any]]) -> str:
+    """Where an experiment's data came from, for the reproduction table, from the
     ``info.json`` of its runs (``config`` is the run's resolved Hydra config).
 
     The data of the image mixture (E5, E6: ``experiment.data.source`` ``imageclef``) are a
     simulated stand-in unless the run-wide ``data.image_dir`` named a folder of real images.
 
     Raises:
-        ValueError: no runs, or runs that disagree on the model.
+        ValueError: no runs.
     """
     if not infos:
         raise ValueError("an experiment needs at least one run's info.json")
-    models = {info["config"]["experiment"]["model"] for info in infos}
-    if len(models) != 1:
-        raise ValueError(f"runs of one experiment fit different models: {sorted(models)}")
-    model = models.pop()
-    minibatched = any((info["config"].get("method") or {}).get("minibatch_size") is not None
-                      for info in infos)
     config = infos[0]["config"]
     data = config["experiment"].get("data") or {}
     image_dir = (config.get("data") or {}).get("image_dir")
-    if data.get("source") == "imageclef" or model == "gmm":
-        origin = (f"real images from {image_dir}" if image_dir else
-                  "simulated stand-in for the imageCLEF histograms "
-                  "(advi_repro.planning.datasets.simulate."
-                  f"{data.get('name')}; no data.image_dir given)")
-    else:
-        origin = f"{data.get('source', '')} {data.get('name', '')}".strip()
-    return model, minibatched, origin
+    if data.get("source") == "imageclef":
+        return (f"real images from {image_dir}" if image_dir else
+                "simulated stand-in for the imageCLEF histograms "
+                "(advi_repro.planning.datasets.simulate."
+                f"{data.get('name')}; no data.image_dir given)")
+    if data.get("source") == "file":
+        return f"file {data.get('path')}"
+    return f"{data.get('source', '')} {data.get('name', '')}".strip()
 
 
 def run_code(info: Mapping[str, Any]) -> dict[str, Any]:

@@ -748,7 +748,7 @@ def main() -> None:
     model, train, _ = common.e1_problem(args.seed, args.num_train, args.num_features)
     print(f"ADVI speed benchmark; E1: N = {args.num_train}, D = {args.num_features} "
           f"(advi_repro.models.linreg_ard, "
-          f"advi_repro.planning.datasets.simulate.linreg_ard({args.seed})); eta = {ETA}, "
+          f"advi_repro.models.linreg_ard.simulate({args.seed})); eta = {ETA}, "
           "mean-field")
     common.print_environment()
     print()

@@ -86,13 +86,10 @@ def eight_schools_data(seed: int | None = None) -> tuple[Any, Any]:
 
 def e1_problem(seed: int, num_train: int, num_features: int) -> tuple[Any, tuple, tuple]:
     """E1 (paper Appendix F): ``(model, (X, y) training, (X, y) held-out)`` from
-    ``advi_repro.models.linreg_ard`` and ``advi_repro.planning.datasets.simulate.linreg_ard(seed)``
-    (1,000
-    held-out rows)."""
+    ``advi_repro.models.linreg_ard`` and its ``simulate(seed)`` (1,000 held-out rows)."""
     import jax.numpy as jnp
 
-    from advi_repro.models.linreg_ard import model
-    from advi_repro.planning.datasets.simulate import linreg_ard as simulate
+    from advi_repro.models.linreg_ard import model, simulate
 
     a = simulate(seed, num_train=num_train, num_features=num_features)
     train = (jnp.asarray(a["X_train"]), jnp.asarray(a["y_train"]))

@@ -23,6 +23,14 @@ HELDOUT_BATCH = 4
 """Posterior draws scored together in ``log_likelihood`` (a memory/speed trade-off)."""
 
 
+def example_data() -> dict[str, jax.Array | int]:
+    """Made-up counts of 4 frames x 6 pixels, a tenth of them masked, and K = 3 (for the
+    plate diagram of either factorisation)."""
+    rng = np.random.default_rng(0)
+    return {"y": jnp.asarray(rng.poisson(5.0, (4, 6)), dtype=jnp.float32),
+            "mask": jnp.asarray(rng.uniform(size=(4, 6)) > 0.1), "K": 3}
+
+
 def observe(
     theta: jax.Array,
     beta: jax.Array,

@@ -132,6 +132,19 @@ def log_likelihood(
     return dist.Bernoulli(logits=logits).log_prob(y[None, :])
 
 
+def example_data() -> dict[str, jax.Array]:
+    """Eight made-up respondents in 51 states (for the plate diagram)."""
+    rng = np.random.default_rng(0)
+
+    def ints(high: int, size: int = 8) -> jax.Array:
+        return jnp.asarray(rng.integers(0, high, size), dtype=jnp.int32)
+
+    return {"y": ints(2), "female": ints(2).astype(jnp.float32),
+            "black": ints(2).astype(jnp.float32), "age": ints(N_AGE), "edu": ints(N_EDU),
+            "state": ints(51), "state_region": ints(N_REGION, 51),
+            "state_v_prev": jnp.asarray(rng.uniform(0.2, 0.7, 51), dtype=jnp.float32)}
+
+
 def split_rows(num_rows: int, *, n_train: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """A seeded random split of rows 0..num_rows-1: (train rows, held-out rows), each sorted.
 

@@ -30,6 +30,7 @@ from advi_repro.models._checks import require_count, require_positive
 SITES: tuple[str, ...] = ("theta", "beta")
 log_likelihood = factorisation.log_likelihood
 load = factorisation.load_frey
+example_data = factorisation.example_data
 
 
 class _StanPositiveOrdered(type(constraints.positive_ordered_vector)):

@@ -31,6 +31,12 @@ HELDOUT_BATCH = 8
 """Posterior draws scored together in ``log_likelihood`` (a memory/speed trade-off)."""
 
 
+def example_data() -> dict[str, jax.Array | int]:
+    """Eight made-up two-dimensional rows and K = 3 (for the plate diagram)."""
+    rows = np.random.default_rng(0).normal(size=(8, 2))
+    return {"x": jnp.asarray(rows, dtype=jnp.float32), "K": 3}
+
+
 def row_log_likelihood(
     x: jax.Array, theta: jax.Array, mu: jax.Array, sigma: jax.Array
 ) -> jax.Array:

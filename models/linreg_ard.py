@@ -4,8 +4,8 @@
     w_d | tau, alpha_d ~ N(0, 1 / (tau alpha_d))  (variance; sd 1 / sqrt(tau alpha_d)),
     y_n | x_n, w, tau ~ N(w^T x_n, 1 / tau),  n = 1..N.
 
-The data are simulated by ``advi_repro.planning.datasets.simulate.linreg_ard`` and saved with
-``numpy.savez(path, **arrays)``; ``load`` reads that file.
+The data are simulated by ``simulate`` (Appendix F: half of the regressors have no
+predictive power) and saved with ``numpy.savez(path, **arrays)``; ``load`` reads that file.
 """
 
 from __future__ import annotations
@@ -19,9 +19,12 @@ import numpyro
 import numpyro.distributions as dist
 
 from advi_repro.models import Problem
+from advi_repro.models._checks import require_count
 from advi_repro.models._plate import data_rows
 
 SITES: tuple[str, ...] = ("w", "tau", "alpha")
+NOISE_PRECISION = 1.0
+"""tau of the simulated regression: the noise of y_n has standard deviation 1."""
 
 
 def model(X: jax.Array, y: jax.Array) -> None:
@@ -56,8 +59,53 @@ def log_likelihood(samples: dict[str, jax.Array], X: jax.Array, y: jax.Array) ->
     return dist.Normal(mean, sd).log_prob(y[None, :])
 
 
+def simulate(
+    seed: int, *, num_train: int = 10_000, num_heldout: int = 1_000, num_features: int = 250
+) -> dict[str, np.ndarray]:
+    """Regression data in which half of the regressors have no predictive power (Appendix F).
+
+    x_nd ~ N(0, 1) iid; w_d ~ N(0, 1) for the first D // 2 regressors and w_d = 0 for the
+    others; y_n = w^T x_n + e_n with e_n ~ N(0, 1 / NOISE_PRECISION). Save with
+    ``numpy.savez(path, **arrays)`` for :func:`load`.
+
+    Args:
+        seed: numpy Generator seed.
+        num_train, num_heldout: rows N of the training and held-out sets.
+        num_features: D, the number of regressors.
+
+    Returns:
+        ``X_train (num_train, D)``, ``y_train (num_train,)``, ``X_heldout (num_heldout, D)``,
+        ``y_heldout (num_heldout,)``, all float32; the truth ``w (D,)`` float32 and
+        ``noise_precision ()`` float32.
+    """
+    require_count(num_train=num_train, num_heldout=num_heldout, num_features=num_features)
+    rng = np.random.default_rng(seed)
+    w = np.zeros(num_features)
+    num_relevant = num_features // 2
+    w[:num_relevant] = rng.normal(0.0, 1.0, num_relevant)
+    X = rng.normal(0.0, 1.0, (num_train + num_heldout, num_features))
+    noise = rng.normal(0.0, 1.0 / np.sqrt(NOISE_PRECISION), num_train + num_heldout)
+    y = X @ w + noise
+    X, y = X.astype(np.float32), y.astype(np.float32)
+    return {
+        "X_train": X[:num_train],
+        "y_train": y[:num_train],
+        "X_heldout": X[num_train:],
+        "y_heldout": y[num_train:],
+        "w": w.astype(np.float32),
+        "noise_precision": np.float32(NOISE_PRECISION),
+    }
+
+
+def example_data() -> dict[str, jax.Array]:
+    """Eight rows of three made-up regressors and responses (for the plate diagram)."""
+    rng = np.random.default_rng(0)
+    return {"X": jnp.asarray(rng.normal(size=(8, 3)), dtype=jnp.float32),
+            "y": jnp.asarray(rng.normal(size=8), dtype=jnp.float32)}
+
+
 def load(path: str | os.PathLike, *, seed: int | None = None) -> Problem:
-    """Read a simulated data set written by ``numpy.savez(path, **simulate.linreg_ard(...))``.
+    """Read a simulated data set written by ``numpy.savez(path, **simulate(...))``.
 
     Args:
         path: .npz file with ``X_train (N, D)``, ``y_train (N,)``, ``X_heldout (M, D)``,

@@ -53,6 +53,11 @@ def log_likelihood(samples: dict[str, jax.Array], x: jax.Array) -> jax.Array:
     return dist.Poisson(samples["lam"][:, None]).log_prob(x[None, :])
 
 
+def example_data() -> dict[str, jax.Array]:
+    """Eight made-up counts (for the plate diagram)."""
+    return {"x": jnp.asarray(np.random.default_rng(0).integers(0, 6, 8), dtype=jnp.int32)}
+
+
 def exact_posterior(x: np.ndarray | jax.Array) -> tuple[float, float]:
     """The conjugate posterior p(lambda | x) = Gamma(shape, rate).
 

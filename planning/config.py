@@ -23,6 +23,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from advi_repro import models
 from advi_repro.planning.checks import check, positive
 from advi_repro.planning.methods import AdviConfig, HmcConfig, MethodConfig, NutsConfig
 from advi_repro.planning.paths import CONF_DIR, run_dir
@@ -51,7 +52,7 @@ class ScaleConfig:
         check(self, "mcmc_num_samples", lambda v: v >= 1, "an integer >= 1")
 
 
-DATA_SOURCES = ("simulate", "fetch", "imageclef")
+DATA_SOURCES = ("simulate", "fetch", "imageclef", "file")
 """The kinds of ``experiment.data.source`` (:class:`DataConfig`)."""
 
 
@@ -60,27 +61,36 @@ class DataConfig:
     """Where an experiment's data come from.
 
     Attributes:
-        source: ``simulate`` (``advi_repro.planning.datasets.simulate.<name>(seed, **simulate)``, an
-            .npz), ``fetch`` (``advi_repro.planning.datasets.fetch.fetch(name, ...)``,
-            sha256-checked)
-            or ``imageclef`` (the 576-dimensional colour histograms of E5 and E6 as a
+        source: ``simulate`` (the model module's ``simulate(seed, **simulate)``, saved as
+            an .npz named after ``name``), ``fetch``
+            (``advi_repro.planning.datasets.fetch.fetch(name, ...)``, sha256-checked), or
+            ``imageclef`` (the 576-dimensional colour histograms of E5 and E6 as a
             float32 .npy: a simulated stand-in, ``advi_repro.planning.datasets.simulate.<name>(seed,
             **simulate)``, unless the run's ``data.image_dir`` names a folder of real
-            images, see :class:`DataOptions`).
-        name: the simulator or data set name.
+            images, see :class:`DataOptions`), or ``file``: a CSV or .npy file of your own
+            (``path``), split at random by
+            :func:`advi_repro.planning.datasets.own.split_file` with the scale's ``load``
+            keywords (``heldout_fraction``, ``columns``: the model's argument names).
+        name: the data set's name (its folder under ``results/data``; for ``imageclef``
+            the stand-in, ``image_standin`` or ``gmm_standin``).
         seed: seed of the simulation and of the train/held-out split (fixed per experiment,
             so that runs with different seeds compare methods on the same data).
         file: the file of a fetched data set that the model's ``load`` reads (None: the
             data set's folder, e.g. election88's two CSV files).
+        path: ``source: file``'s data file, relative to the working directory or absolute.
     """
 
     source: str = MISSING
     name: str = MISSING
     seed: int = 0
     file: str | None = None
+    path: str | None = None
 
     def __post_init__(self) -> None:
         check(self, "source", lambda v: v in DATA_SOURCES, " or ".join(map(repr, DATA_SOURCES)))
+        if (self.source == "file") != (self.path is not None):
+            raise ValueError(f"DataConfig.path = {self.path!r}: data.source: file needs "
+                             "data.path (your .csv or .npy file), and only it takes one")
 
 
 @dataclass
@@ -163,8 +173,9 @@ class ExperimentConfig:
     """One paper experiment (``conf/experiment/*.yaml``).
 
     Attributes:
-        name: the experiment id, the folder under ``results/runs``.
-        model: the model module, ``advi_repro.models.get(model)``.
+        name: the experiment id, the folder under ``results/runs`` (the YAML file's name).
+        model: the model module ``models/<model>.py`` (``advi_repro.models.get(model)``);
+            several experiments may fit one model with other settings or data.
         model_args: the model's keyword hyperparameters, bound to it for every method (e.g.
             ``{K: 10}``); empty: the model's defaults.
         figure: file stem of its figure under ``results/figures`` (e.g. ``fig4a_linreg_ard``).
@@ -172,7 +183,13 @@ class ExperimentConfig:
             are filled with the data sizes the plotted runs recorded in their info.json
             (``advi_repro.analysis.figures.fill_title``), so a smoke run's title gives its own
             sizes.
-        claim: the paper's claim, quoted in the report's caption.
+        claim: the paper's claim, quoted in the report's caption; None: an experiment that
+            is not in the paper.
+        claim_id: the claim of the paper this experiment tests, judged in the reproduction
+            table (an id of ``advi_repro.analysis.paper_claims.CLAIMS``: ``E1`` to ``E6``);
+            None: none, the table gives the experiment a "no paper claim" row.
+        paper_code: where the paper shows the model's (Stan) code, e.g. ``Appendix F``, for
+            the report's model page; None: a model not in the paper.
         data: where the data come from.
         methods: the methods compared, each a list of Hydra overrides
             (e.g. ``[method=advi, method.grad_samples=10]``); an override may sweep
@@ -188,7 +205,9 @@ class ExperimentConfig:
     model_args: dict[str, Any] = field(default_factory=dict)
     figure: str = MISSING
     title: str = MISSING
-    claim: str = MISSING
+    claim: str | None = None
+    claim_id: str | None = None
+    paper_code: str | None = None
     data: DataConfig = field(default_factory=DataConfig)
     methods: list[list[str]] = field(default_factory=list)
     reference_method: str | None = "nuts"
@@ -211,6 +230,12 @@ class Config:
         data: run-wide data options (``data.image_dir``: real images for E5 and E6).
         cores: the CPUs the run uses; the workflow runs as many fits side by side as
             ``--cores`` allows, each pinned to its own (:mod:`advi_repro.runners.cpus`).
+        input_data: the run's data file or folder, as the workflow's data rules made it
+            (the fit rule passes its Snakemake input); None, a run by hand: the data the
+            experiment's settings name, made first if missing
+            (:func:`advi_repro.planning.data.prepare_data`).
+        output_dir: the run's folder (the fit rule passes its Snakemake output's); None:
+            :meth:`run_dir`.
     """
 
     experiment: ExperimentConfig = MISSING
@@ -222,6 +247,8 @@ class Config:
     mirror_dir: str | None = None
     data: DataOptions = field(default_factory=DataOptions)
     cores: int = 1
+    input_data: str | None = None
+    output_dir: str | None = None
 
     def __post_init__(self) -> None:
         check(self, "budget_s", positive, "a positive number of seconds")
@@ -229,9 +256,11 @@ class Config:
         check(self, "seed", lambda v: v >= 0, "an integer >= 0")
 
     def run_dir(self, seed: int | None = None) -> Path:
-        """The run's folder (:func:`advi_repro.planning.paths.run_dir`); ``seed``: another seed's
-        run
-        of the same configuration (default: this run's seed)."""
+        """The run's folder: ``output_dir`` when given, else
+        :func:`advi_repro.planning.paths.run_dir`'s; ``seed``: another seed's run of the same
+        configuration (default: this run's seed), always the latter."""
+        if seed is None and self.output_dir is not None:
+            return Path(self.output_dir)
         return run_dir(self.results_dir, self.scale.name, self.experiment.name,
                        self.method.run_name(), self.seed if seed is None else seed)
 
@@ -270,13 +299,15 @@ def to_run(cfg: DictConfig) -> Config:
 
     Raises:
         ValueError: a value out of range, naming the field and the value; a minibatch
-            larger than the training rows the experiment's sizes give.
+            larger than the training rows the experiment's sizes give; an experiment whose
+            ``model`` names no model module.
         KeyError: the experiment has no settings for the chosen scale.
     """
     run = OmegaConf.to_object(cfg)
     assert isinstance(run, Config), type(run)
     if not isinstance(run.method, MethodConfig):
         raise TypeError(f"method must extend a method schema, got {type(run.method).__name__}")
+    models.check_name(run.experiment.model)
     _check_minibatch(run)
     return run
 

@@ -1,15 +1,19 @@
 """An experiment's data: simulated from a seed, fetched (sha256-checked) or computed from
 images, then split.
 
-The workflow makes the data in their own rules (``rules/data.smk``) with these functions;
-``scripts/fit.py`` calls :func:`prepare_data` too, which finds them made and only returns
-their path, so a run started by hand makes what it lacks.
+The workflow makes the data in their own rules (``rules/data.smk``) with these functions,
+and its fit rule hands each job its data file (``input_data``); only a run started by hand
+(``scripts/fit.py`` without ``input_data``) calls :func:`prepare_data`, which finds the data
+made and only returns their path, or makes what it lacks.
 
 Sources (``experiment.data.source``):
 
-- ``simulate``: ``advi_repro.planning.datasets.simulate.<name>(seed, **simulate)`` saved as an .npz;
+- ``simulate``: the model module's ``simulate(seed, **simulate)`` (``advi_repro.models``)
+  saved as an .npz, named after ``data.name``;
 - ``fetch``: the checked files of a real data set, in a folder (``data.file`` names the one
   the model reads, if it reads one file);
+- ``file``: a CSV or .npy file of your own (``data.path``), not copied: the runs read it
+  where it is, split by :func:`advi_repro.planning.datasets.own.split_file`;
 - ``imageclef``: the (N, 576) float32 colour histograms of E5 and E6 as an .npy, the rows
   before the last ``n_heldout`` for training. By default a simulated stand-in,
   ``advi_repro.planning.datasets.simulate.<name>(seed, **simulate, out_path=...)`` (the imageCLEF
@@ -33,8 +37,8 @@ import numpy as np
 from advi_repro import models
 from advi_repro.planning.config import Config
 from advi_repro.planning.datasets import fetch as fetching
-from advi_repro.planning.datasets import images
-from advi_repro.planning.datasets import simulate as simulators
+from advi_repro.planning.datasets import images, own
+from advi_repro.planning.datasets import simulate as standins
 from advi_repro.planning.files import atomic_open
 from advi_repro.planning.paths import fetched_data_dir, imageclef_data_path, simulated_data_path
 
@@ -61,8 +65,11 @@ def heldout_rows(run: Config) -> int:
 
 
 def data_path(run: Config) -> Path:
-    """The file (simulated, imageclef) or folder (fetched) that the data rules make."""
+    """The file (simulated, imageclef) or folder (fetched) that the data rules make, or your
+    own file (``data.path``)."""
     data = run.experiment.data
+    if data.source == "file":
+        return Path(data.path)
     if data.source == "simulate":
         return simulated_data_path(run.results_dir, data.name, data.seed,
                                    run.experiment_scale().simulate)
@@ -89,16 +96,22 @@ def describe_data(run: Config) -> str:
                 "since the "
                 f"paper's features are not redistributable; data.image_dir=... runs the same "
                 f"experiment on real images.")
+    if data.source == "file":
+        return f"Data: the file {data.path} (data.path), its rows split at random."
     if data.source == "simulate":
-        return (f"Data: simulated (advi_repro.planning.datasets.simulate.{data.name}, "
+        return (f"Data: simulated (advi_repro.models.{run.experiment.model}.simulate, "
                 f"seed {data.seed}).")
     return f"Data: {data.name} (fetched, sha256-checked)."
 
 
-def simulate(name: str, seed: int, kwargs: dict[str, Any], path: Path) -> Path:
-    """Writes ``advi_repro.planning.datasets.simulate.<name>(seed, **kwargs)`` to ``path`` (.npz),
-    atomically."""
-    arrays = getattr(simulators, name)(seed, **kwargs)
+def simulate(model: str, seed: int, kwargs: dict[str, Any], path: Path) -> Path:
+    """Writes ``advi_repro.models.<model>.simulate(seed, **kwargs)`` to ``path`` (.npz),
+    atomically.
+
+    Raises:
+        ValueError: the model is unknown or has no ``simulate``.
+    """
+    arrays = models.simulator(model)(seed, **kwargs)
     with atomic_open(path, "wb") as f:
         np.savez(f, **arrays)
     return path
@@ -132,7 +145,7 @@ def imageclef_features(
     """
     path = Path(path)
     if image_dir is None:
-        return Path(getattr(simulators, simulator)(seed, **kwargs, out_path=path))
+        return Path(standin(simulator)(seed, **kwargs, out_path=path))
     features = images.rgb_histograms(
         image_dir, rng=images.dequantisation_rng(seed))
     num_train = features.shape[0] - num_heldout
@@ -145,6 +158,18 @@ def imageclef_features(
     with atomic_open(path, "wb") as f:
         np.save(f, standardised)
     return path
+
+
+def standin(name: str) -> Any:
+    """The imageCLEF stand-in ``advi_repro.planning.datasets.simulate.<name>`` (:data:`STANDINS`).
+
+    Raises:
+        ValueError: ``name`` is not a stand-in; the message lists them.
+    """
+    if name not in STANDINS:
+        raise ValueError(f"data.name={name!r} is not an imageCLEF stand-in; valid: "
+                         f"{', '.join(STANDINS)} (or data.image_dir for real images)")
+    return getattr(standins, name)
 
 
 def fetch(name: str, folder: Path, mirror_dir: str | None) -> Path:
@@ -166,6 +191,8 @@ def prepare_data(run: Config) -> Path:
     there."""
     path = data_path(run)
     data = run.experiment.data
+    if data.source == "file" and not path.is_file():
+        raise FileNotFoundError(f"data.path {path} does not exist or is not a file")
     if data.source == "fetch":
         return fetch(data.name, path, run.mirror_dir)  # keeps the files already checked
     if path.exists():
@@ -175,13 +202,17 @@ def prepare_data(run: Config) -> Path:
             path, simulator=data.name, seed=data.seed, kwargs=run.experiment_scale().simulate,
             image_dir=run.data.image_dir, num_heldout=heldout_rows(run),
         )
-    return simulate(data.name, data.seed, run.experiment_scale().simulate, path)
+    return simulate(run.experiment.model, data.seed, run.experiment_scale().simulate, path)
 
 
 def load_problem(run: Config, path: Path) -> models.Problem:
     """The train/held-out split of the data at ``path`` (``path / data.file`` when the
-    experiment names a file of a fetched data set), by the experiment's model."""
+    experiment names a file of a fetched data set), by the experiment's model; your own file
+    (``data.source: file``) by :func:`advi_repro.planning.datasets.own.split_file`."""
+    data, sizes = run.experiment.data, run.experiment_scale().load
+    if data.source == "file":
+        return own.split_file(path, seed=data.seed, **sizes)
     module = models.get(run.experiment.model)
-    if run.experiment.data.file is not None:
-        path = path / run.experiment.data.file
-    return module.load(path, seed=run.experiment.data.seed, **run.experiment_scale().load)
+    if data.file is not None:
+        path = path / data.file
+    return module.load(path, seed=data.seed, **sizes)

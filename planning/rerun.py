@@ -28,10 +28,11 @@ from advi_repro.planning.paths import REPO_ROOT
 DISTRIBUTION = "advi-repro"
 """The installed distribution of the library and the workflow's packages."""
 
-NOT_RESULT_KEYS = ("results_dir", "mirror_dir", "cores")
+NOT_RESULT_KEYS = ("results_dir", "mirror_dir", "cores", "input_data", "output_dir")
 """Top-level keys that do not change a run's result, left out of its hash:
 
-- ``results_dir``: where the outputs go, already in every path Snakemake compares;
+- ``results_dir``, ``input_data``, ``output_dir``: where the inputs and outputs are, already
+  in every path Snakemake compares (the data's own settings are in ``experiment.data``);
 - ``mirror_dir``: where the real data sets are copied from; the copies are sha256-checked,
   so every mirror gives the same bytes;
 - ``cores``: the CPUs the fit is pinned to. They change its seconds, not what it computes:
@@ -42,9 +43,10 @@ NOT_RESULT_KEYS = ("results_dir", "mirror_dir", "cores")
   each ``info.json`` records the cores it had (``resources``).
 """
 
-EXPERIMENT_NOT_RESULT_KEYS = ("figure", "title", "claim", "methods", "reference_method",
-                              "factors")
-"""Keys of ``experiment`` that only the report reads: its figure, captions, the list of
+EXPERIMENT_NOT_RESULT_KEYS = ("figure", "title", "claim", "claim_id", "paper_code", "methods",
+                              "reference_method", "factors")
+"""Keys of ``experiment`` that only the report reads: its figure, captions, the paper's
+claim it tests and where the paper shows the model's code, the list of
 methods (adding a method to it adds a run, not a change to the others), the reference the
 others are timed against, the factors figure."""
 

@@ -30,9 +30,9 @@ from advi_repro.planning.rerun import config_sha256
 
 
 class DataJob(NamedTuple):
-    """Data one or more runs read: simulated (``kwargs`` of the simulator), fetched, or the
-    E5/E6 histograms (``source`` imageclef: simulated, or of the images in ``image_dir``,
-    with ``num_heldout`` rows held out of the standardisation)."""
+    """Data one or more runs read: simulated (by ``model``'s ``simulate``, with ``kwargs``),
+    fetched, or the E5/E6 histograms (``source`` imageclef: simulated, or of the images in
+    ``image_dir``, with ``num_heldout`` rows held out of the standardisation)."""
 
     path: str
     source: str
@@ -42,6 +42,7 @@ class DataJob(NamedTuple):
     mirror_dir: str | None
     image_dir: str | None = None
     num_heldout: int | None = None
+    model: str | None = None
 
 
 class RunJob(NamedTuple):
@@ -107,17 +108,22 @@ class ExperimentPlan(NamedTuple):
     """An experiment's runs and what its figures and captions need (what the runs *did*,
     their scale, scoring and data, the report reads from their info.json).
 
-    ``factors`` is None without a factors figure or when its run is not planned.
+    ``factors`` is None without a factors figure or when its run is not planned;
+    ``claim`` (the paper's words), ``claim_id`` (the claim the reproduction table judges)
+    and ``paper_code`` (where the paper shows the model's code) are None for an experiment
+    that is not in the paper.
     """
 
     name: str
     model: str
     figure: str
     title: str
-    claim: str
+    claim: str | None
     reference_method: str | None
     runs: tuple[RunJob, ...]
     factors: FactorsPlan | None = None
+    claim_id: str | None = None
+    paper_code: str | None = None
 
     @property
     def methods(self) -> list[str]:
@@ -245,6 +251,7 @@ def _data_job(run: Config) -> DataJob:
         mirror_dir=run.mirror_dir,
         image_dir=run.data.image_dir if images else None,
         num_heldout=heldout_rows(run) if images else None,
+        model=run.experiment.model,
     )
 
 
@@ -326,8 +333,34 @@ def _experiment_plan(
         reference_method=first.experiment.reference_method,
         runs=tuple(runs.values()),
         factors=_factors_plan(first, runs, labels),
+        claim_id=first.experiment.claim_id,
+        paper_code=first.experiment.paper_code,
     )
     return plan, data, first.results_dir
+
+
+def experiment_names(conf_dir: str | Path = CONF_DIR) -> list[str]:
+    """The experiments of a Hydra config: the names of its ``experiment/*.yaml`` files,
+    sorted; what the workflow runs when its config names none.
+
+    Raises:
+        ValueError: the folder holds no experiment.
+    """
+    folder = Path(conf_dir) / "experiment"
+    names = sorted(path.stem for path in folder.glob("*.yaml"))
+    if not names:
+        raise ValueError(f"no experiment: {folder} holds no .yaml file")
+    return names
+
+
+def _claim_data(data: dict[str, DataJob], job: DataJob) -> None:
+    """Adds ``job`` to ``data`` (by path), refusing a second job for its file that would
+    make other data (simulated by another model: give it another ``data.name``)."""
+    earlier = data.setdefault(job.path, job)
+    if earlier.source == "simulate" and earlier.model != job.model:
+        raise ValueError(f"experiments of models {earlier.model!r} and {job.model!r} would "
+                         f"simulate into one file, {job.path}: give one of them another "
+                         "data.name")
 
 
 def plan_workflow(
@@ -337,7 +370,7 @@ def plan_workflow(
     """Composes the config of every run the workflow must make.
 
     Args:
-        experiments: names of ``conf/experiment/*.yaml``.
+        experiments: names of ``conf/experiment/*.yaml`` (all: :func:`experiment_names`).
         scale: ``paper`` or ``smoke``.
         seeds: run seeds (each run of each method once per seed).
         overrides: Hydra overrides applied to every run, after the experiment's method
@@ -346,8 +379,9 @@ def plan_workflow(
             which its ``scripts/fit.py`` composes too).
 
     Raises:
-        ValueError: two runs would write the same folder, runs disagree on results_dir, or a
-            config value is out of range; Hydra's errors for unknown keys or bad types.
+        ValueError: two runs would write the same folder, runs disagree on results_dir, two
+            experiments' data share a file but not its content, or a config value is out of
+            range; Hydra's errors for unknown keys or bad types.
     """
     register()
     plans, data, results_dirs = [], {}, set()
@@ -357,7 +391,8 @@ def plan_workflow(
                 experiment, scale=scale, seeds=seeds, overrides=overrides
             )
             plans.append(plan)
-            data.update({job.path: job for job in data_jobs})
+            for job in data_jobs:
+                _claim_data(data, job)
             results_dirs.add(results_dir)
     if len(results_dirs) != 1:
         raise ValueError(f"all runs must share one results_dir, got {sorted(results_dirs)}")

@@ -10,17 +10,19 @@ from snakemake.utils import validate
 from advi_repro.planning.paths import fetched_data_dir, imageclef_data_dir, run_dir, simulated_data_dir
 from advi_repro.planning.estimate import plan_report
 from advi_repro.planning.rerun import code_version
-from advi_repro.planning.workflow import plan_workflow
+from advi_repro.planning.workflow import experiment_names, plan_workflow
 
 
 validate(config, "../conf/workflow.schema.yaml")
 
+CONF = Path(workflow.basedir) / "conf"  # the conf/ beside the Snakefile, as fit.py's
 PLAN = plan_workflow(
-    experiments=config["experiments"],
+    # every conf/experiment/*.yaml unless the config names some
+    experiments=config.get("experiments") or experiment_names(CONF),
     scale=config["scale"],
     seeds=[int(seed) for seed in config["seeds"]],
     overrides=config["overrides"],
-    conf_dir=Path(workflow.basedir) / "conf",  # the conf/ beside the Snakefile, as fit.py's
+    conf_dir=CONF,
 )
 # The code runs are made by now (git commit, uncommitted changes, package version): the page
 # of the runs marks runs whose info.json records other code.
@@ -93,10 +95,14 @@ def fit_threads(wildcards):
     return run_job(wildcards).cores
 
 
-def fit_overrides(wildcards, output):
-    """The run's Hydra overrides, quoted for the shell. Takes `output` so that Snakemake
-    counts it as derived and does not compare it: `fit_config` is what is compared."""
-    return " ".join(shlex.quote(o) for o in run_job(wildcards).overrides)
+def fit_overrides(wildcards, input, output):
+    """The run's Hydra overrides and the files the rule hands it, its data (input) and its
+    folder (output's), quoted for the shell: the job never derives them itself. Takes
+    `input` and `output` so that Snakemake counts it as derived and does not compare it:
+    `fit_config` is what is compared."""
+    folder = Path(output.trace).parent
+    files = [f'input_data="{input.data}"', f'output_dir="{folder}"']  # Hydra-quoted
+    return " ".join(shlex.quote(o) for o in [*run_job(wildcards).overrides, *files])
 
 
 def fit_script(wildcards, output):

@@ -4,7 +4,9 @@
 # the cores Snakemake gave it (fewer when --cores is smaller than its declaration). Progress
 # (iterations, ELBO or acceptance, seconds) goes to the job's log. `exec` makes fit.py the
 # child of Snakemake itself, so it gets SIGTERM when Snakemake dies (runners/interrupt.py)
-# and stops at its next checkpoint, keeping its run as seed<k>.partial.
+# and stops at its next checkpoint, keeping its run as seed<k>.partial. The job gets its
+# data file and its folder from this rule's input and output (input_data=, output_dir=,
+# added to its overrides by fit_overrides): it never derives them, and never makes data.
 
 
 rule fit:

@@ -6,7 +6,7 @@
 import importlib.util
 import shutil
 
-from advi_repro.models import MODEL_NAMES
+from advi_repro.analysis.claims import check_claim_id
 
 FIG3 = f"{RESULTS}/figures/fig3_transformations"
 MODEL_PAGE = f"{RESULTS}/models/{{model}}.html"
@@ -16,20 +16,16 @@ RUNS_PAGE = f"{RESULTS}/runs.html"
 # Plate diagrams need the graphviz package and Graphviz's dot program; without them the
 # model pages show the source only, and their caption says so.
 GRAPHVIZ = importlib.util.find_spec("graphviz") is not None and shutil.which("dot") is not None
-# Where the paper shows each model's (Stan) code.
-PAPER_CODE = {
-    "poisson_exponential": "Figure 2",
-    "linreg_ard": "Appendix F",
-    "election88": "Appendix G",
-    "gamma_poisson_nmf": "Appendix H",
-    "dirichlet_exponential_nmf": "Appendix I",
-    "gmm": "Appendix J",
-}
-# Model -> the figures that use it: Figure 3's, then the planned experiments' (as composed
-# by Hydra, overrides included).
+# Model -> the figures that use it and where the paper shows its (Stan) code: Figure 3's
+# model (Figure 2 of the paper), then the planned experiments' (their YAML's paper_code; ""
+# for a model not in the paper). Each experiment's paper claim is checked here, before any
+# job runs.
 MODEL_USES = {"poisson_exponential": ["fig3_transformations"]}
+PAPER_CODE = {"poisson_exponential": "Figure 2"}
 for _experiment in PLAN.experiments:
+    check_claim_id(_experiment.name, _experiment.claim_id)
     MODEL_USES.setdefault(_experiment.model, []).append(_experiment.figure)
+    PAPER_CODE.setdefault(_experiment.model, _experiment.paper_code or "")
 # The info.json of every planned run (beside its trace).
 RUN_INFOS = [run.info for run in PLAN.runs]
 # rule all: Figure 3, the pages of the models in use, the reproduction table and the page
@@ -66,7 +62,7 @@ rule model_source:
     log:
         f"{RESULTS}/logs/model_source/{{model}}.log",
     wildcard_constraints:
-        model="|".join(MODEL_NAMES),
+        model=one_of(MODEL_USES),
     params:
         diagram=GRAPHVIZ,
         paper_code=lambda wildcards: PAPER_CODE[wildcards.model],
@@ -91,6 +87,7 @@ rule claims:
         f"{RESULTS}/logs/claims.log",
     params:
         references=", ".join(f"{name}: {e.reference_method}" for name, e in EXPERIMENTS.items()),
+        claim_ids=", ".join(f"{name}: {e.claim_id}" for name, e in EXPERIMENTS.items()),
         tolerance=TOLERANCE,
     script:
         "../scripts/claims.py"

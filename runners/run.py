@@ -82,7 +82,7 @@ def _execute(run: Config, resolved_config: dict[str, Any],
     method_name = run.method.run_name()
     out = run.run_dir()
     logger.info("%s / %s / seed %d -> %s", run.experiment.name, method_name, run.seed, out)
-    path = prepare_data(run)
+    path = Path(run.input_data) if run.input_data is not None else prepare_data(run)
     problem = load_problem(run, path)
     identity = {"experiment": run.experiment.name, "method": method_name,
                 "label": run.method.label(), "seed": run.seed}

@@ -2,10 +2,10 @@
 ``results/claims.html`` (rules/report.smk).
 
 One row per claim of the paper (its experiments E0 to E6): the numbers this run measured,
-whether the claim held here and why (criteria: ``advi_repro.analysis.claims``). Reads the
-experiments'
-summary tables, their runs' ``info.json`` (model, minibatching, data origin, scale) and
-Figure 3's fit; claims no planned experiment tests are listed as not run. The page says at
+whether the claim held here and why (criteria: ``advi_repro.analysis.claims``); then one
+"no paper claim" row per experiment that tests none. Reads the experiments' summary tables,
+their runs' ``info.json`` (data origin, timing set-up, scale) and Figure 3's fit; claims no
+planned experiment tests are listed as not run. The page says at
 which scale the runs ran (``advi_repro.analysis.report_pages.scale_note``).
 
 Run by Snakemake, or ``build`` from Python (tests).
@@ -24,8 +24,9 @@ import pandas as pd
 
 from advi_repro.analysis.claims import ExperimentResult, claims_table
 from advi_repro.analysis.report_pages import html_page, scale_note
-from advi_repro.analysis.runinfo import experiment_facts, timing_setup
+from advi_repro.analysis.runinfo import data_origin, timing_setup
 from advi_repro.planning.files import atomic_open
+from advi_repro.planning.scriptlog import log_to
 
 
 def build(
@@ -38,8 +39,9 @@ def build(
     """The reproduction table from the files of a run of the workflow.
 
     Args:
-        experiments: per planned experiment, ``summary`` (its CSV, ``scripts/summarise.py``)
-            and ``reference`` (the method the summary times the others against, or None).
+        experiments: per planned experiment, ``summary`` (its CSV, ``scripts/summarise.py``),
+            ``reference`` (the method the summary times the others against, or None) and
+            ``claim_id`` (the claim of the paper it tests, or None).
         infos: the ``info.json`` of every planned run; each names its experiment.
         transformation: Figure 3's fit table
         (``advi_repro.analysis.transformation.transformation_table`` as
@@ -55,11 +57,11 @@ def build(
         runs[info["experiment"]].append(info)
     results = []
     for name, experiment in experiments.items():
-        model, minibatched, data = experiment_facts(runs[name])
         results.append(ExperimentResult(
-            name=name, model=model, summary=pd.read_csv(experiment["summary"]),
-            reference=experiment["reference"], tolerance=tolerance, minibatched=minibatched,
-            data=data, setups=method_setups(runs[name]),
+            name=name, claim_id=experiment["claim_id"],
+            summary=pd.read_csv(experiment["summary"]), reference=experiment["reference"],
+            tolerance=tolerance, data=data_origin(runs[name]),
+            setups=method_setups(runs[name]),
         ))
     fit = pd.read_csv(transformation) if transformation is not None else None
     return claims_table(fit, results)
@@ -76,34 +78,41 @@ def method_setups(infos: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:
     return {method: " | ".join(sorted(found)) or None for method, found in setups.items()}
 
 
-def experiments_of(summaries: Sequence[str], references: str) -> dict[str, dict[str, Any]]:
+def experiments_of(summaries: Sequence[str], references: str, claim_ids: str
+                   ) -> dict[str, dict[str, Any]]:
     """``build``'s experiments from the rule's summaries (``<experiment>.csv``) and its
-    ``references`` parameter, ``"<experiment>: <reference method or None>, ..."``."""
+    ``references`` and ``claim_ids`` parameters, ``"<experiment>: <value or None>, ..."``."""
     by_name = {Path(path).stem: path for path in summaries}
-    experiments = {}
-    for item in references.split(", "):
-        name, reference = item.split(": ")
-        experiments[name] = {"summary": by_name[name],
-                             "reference": None if reference == "None" else reference}
-    return experiments
+    claims = _by_experiment(claim_ids)
+    return {name: {"summary": by_name[name], "reference": reference,
+                   "claim_id": claims[name]}
+            for name, reference in _by_experiment(references).items()}
+
+
+def _by_experiment(text: str) -> dict[str, str | None]:
+    """``"<experiment>: <value>, ..."`` as a dict, the value ``None`` as None."""
+    pairs = (item.split(": ") for item in text.split(", "))
+    return {name: None if value == "None" else value for name, value in pairs}
 
 
 def main() -> None:
     """Reads the inputs named by the rule and writes ``output.table`` (CSV) and
     ``output.page`` (HTML)."""
-    logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+    log_to(snakemake.log[0])  # noqa: F821
     params, inputs, output = snakemake.params, snakemake.input, snakemake.output  # noqa: F821
-    table = build(experiments_of(inputs.summaries, params.references), inputs.infos,
-                  inputs.transformation, tolerance=params.tolerance)
+    table = build(experiments_of(inputs.summaries, params.references, params.claim_ids),
+                  inputs.infos, inputs.transformation, tolerance=params.tolerance)
     with atomic_open(output.table) as f:
         table.to_csv(f, index=False)
     infos = [json.loads(Path(path).read_text()) for path in inputs.infos]
     about = [scale_note(infos), "held: <b>yes</b>; <b>no</b>, with the part that failed in "
              "verdict; <b>cannot tell</b>, where a method the criterion compares was not run; "
-             "<b>not run</b>, where no experiment of this run tests the claim. The criteria "
-             "and how times are measured: the caption beside this page."]
+             "<b>not run</b>, where no experiment of this run tests the claim; <b>no paper "
+             "claim</b>, an experiment that is not in the paper, with its numbers. The "
+             "criteria and how times are measured: the caption beside this page."]
     with atomic_open(output.page) as f:
-        shown = table.assign(claim=table["claim"] + " (" + table["figure"] + ")")
+        figure = (" (" + table["figure"] + ")").where(table["figure"] != "", "")
+        shown = table.assign(claim=table["claim"] + figure)
         f.write(html_page("Reproduction of the paper's claims", about,
                           shown.drop(columns="figure")))
     logging.info("claims:\n%s", table[["claim", "experiment", "held", "verdict"]].to_string())

@@ -1,6 +1,6 @@
 """The workflow's plan and how long it should take, without running anything.
 
-    python scripts/plan.py                         # the default run (conf/workflow.yaml)
+    python scripts/plan.py                         # the default run: every experiment
     python scripts/plan.py --cores 2 16 64 --seeds 0
     python scripts/plan.py --measure results       # clock seconds of a real run's runs
 
@@ -20,7 +20,7 @@ import yaml
 
 from advi_repro.planning.estimate import estimate_runs, plan_table, read_estimates, summary_line
 from advi_repro.planning.paths import REPO_ROOT
-from advi_repro.planning.workflow import plan_workflow
+from advi_repro.planning.workflow import experiment_names, plan_workflow
 
 
 def measured(results_dir: Path, skip: tuple[str, ...] = ()
@@ -53,7 +53,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cores", type=int, nargs="+", default=[2, 16, 64])
     parser.add_argument("--seeds", type=int, nargs="+", default=default["seeds"])
-    parser.add_argument("--experiments", nargs="+", default=default["experiments"])
+    parser.add_argument("--experiments", nargs="+",
+                        default=default.get("experiments") or experiment_names())
     parser.add_argument("--overrides", nargs="*", default=default["overrides"],
                         help="Hydra overrides for every run, as the workflow's config")
     parser.add_argument("--measure", type=Path, metavar="RESULTS_DIR")

@@ -31,6 +31,7 @@ from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator  # noqa: 
 from advi_repro.analysis.figures import fill_title, split_off_axis, time_ticks, y_limits  # noqa: E402
 from advi_repro.analysis.summary import final_rows, mean_curves, method_order, read_traces  # noqa: E402
 from advi_repro.planning.files import atomic_open  # noqa: E402
+from advi_repro.planning.scriptlog import log_to
 
 
 def set_time_axis(ax: plt.Axes, seconds: pd.Series) -> None:
@@ -85,7 +86,7 @@ def plot(traces: pd.DataFrame, *, title: str, methods: Sequence[str]) -> plt.Fig
 
 def main() -> None:
     """Reads the rule's inputs and writes its outputs (png and pdf)."""
-    logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+    log_to(snakemake.log[0])  # noqa: F821
     params, inputs = snakemake.params, snakemake.input  # noqa: F821
     traces = read_traces(inputs.traces)
     for (method, seed), rows in traces.groupby(["method", "seed"]):

@@ -33,6 +33,7 @@ from advi_repro.planning.files import (
     atomic_open,  # noqa: E402
     read_posterior_mean,  # noqa: E402
 )
+from advi_repro.planning.scriptlog import log_to  # noqa: E402
 
 
 def factor_images(factors: np.ndarray, shape: Sequence[int]) -> np.ndarray:
@@ -130,7 +131,7 @@ def render(posterior_mean: str | os.PathLike, outputs: Sequence[str | os.PathLik
 
 def main() -> None:
     if "snakemake" in globals():
-        logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+        log_to(snakemake.log[0])  # noqa: F821
         factors = snakemake.params.factors  # noqa: F821
         shape = render(snakemake.input.posterior_mean, list(snakemake.output),  # noqa: F821
                        site=factors.site, shape=factors.image_shape, title=factors.title,

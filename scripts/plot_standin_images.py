@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 
 from advi_repro.planning.datasets import images, procedural  # noqa: E402
 from advi_repro.planning.files import atomic_open  # noqa: E402
+from advi_repro.planning.scriptlog import log_to
 
 SHOWN = 12
 """Images in the figure."""
@@ -77,7 +78,7 @@ def render(outputs: Sequence[str | os.PathLike], *, seed: int, num_images: int,
 
 def main() -> None:
     if "snakemake" in globals():
-        logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+        log_to(snakemake.log[0])  # noqa: F821
         job = snakemake.params.job  # noqa: F821
         num_images = job.kwargs["num_train"] + job.kwargs["num_heldout"]
         num_bins = job.kwargs.get("num_bins", images.NUM_BINS)

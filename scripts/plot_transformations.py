@@ -13,6 +13,7 @@ the shell:
 """
 
 import argparse
+import logging
 from pathlib import Path
 
 import jax
@@ -27,6 +28,7 @@ import advi  # noqa: E402
 from advi_repro.analysis.transformation import transformation_table  # noqa: E402
 from advi_repro.models import poisson_exponential  # noqa: E402
 from advi_repro.planning.files import atomic_open  # noqa: E402
+from advi_repro.planning.scriptlog import log_to  # noqa: E402
 
 PURPLE, GREEN = "#7b3294", "#1b9e77"
 
@@ -81,10 +83,14 @@ def render(out_png: Path, *, seed: int = 0, num_counts: int = 3) -> dict[str, fl
 
 
 def main() -> None:
+    """Draws Figure 3 for Snakemake (its log records the fit, or the error), or from the
+    command line."""
     if "snakemake" in globals():
+        log_to(snakemake.log[0])  # noqa: F821
         fit = render(Path(snakemake.output.png), seed=int(snakemake.params.seed))  # noqa: F821
         with atomic_open(snakemake.output.fit) as f:  # noqa: F821
             transformation_table(fit).to_csv(f, index=False, float_format="%.6g")
+        logging.info("Figure 3: %s", fit)
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_png", type=Path)

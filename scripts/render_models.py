@@ -5,8 +5,8 @@ report (rules/report.smk).
 The page has the model module's docstring (the model in mathematical notation), the source
 of its ``model`` function and of the helpers from ``models`` that it calls, and, where
 ``params.diagram`` is true (the ``graphviz`` Python package and Graphviz's ``dot`` are
-installed), NumPyro's plate diagram of the model (``numpyro.render_model``) drawn on tiny
-made-up data of the right shapes.
+installed), NumPyro's plate diagram of the model (``numpyro.render_model``) drawn on the
+module's ``example_data()``, tiny made-up data of the right shapes.
 
 Run by Snakemake, or ``render_page(name, diagram=...)`` from Python (tests).
 """
@@ -16,49 +16,15 @@ import html
 import inspect
 import logging
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
-
-import jax.numpy as jnp
-import numpy as np
 
 from advi_repro import models
 from advi_repro.planning.files import atomic_open
+from advi_repro.planning.scriptlog import log_to
 
 PLUMBING = ("advi_repro.models._checks", "advi_repro.models._plate")
 """Helper modules left out of the page: argument checks and row gathering, not the model."""
-
-
-def example_data(name: str) -> dict[str, Any]:
-    """Tiny made-up data of the shapes model ``name`` takes (for its plate diagram only).
-
-    Raises:
-        ValueError: ``name`` is not in ``models.MODEL_NAMES``.
-    """
-    rng = np.random.default_rng(0)
-    rows = 8
-
-    def ints(high: int, size: int) -> jnp.ndarray:
-        return jnp.asarray(rng.integers(0, high, size), dtype=jnp.int32)
-
-    counts = {"y": jnp.asarray(rng.poisson(5.0, (4, 6)), dtype=jnp.float32),
-              "mask": jnp.asarray(rng.uniform(size=(4, 6)) > 0.1), "K": 3}
-    makers: dict[str, Callable[[], dict[str, Any]]] = {
-        "poisson_exponential": lambda: {"x": ints(6, rows)},
-        "linreg_ard": lambda: {"X": jnp.asarray(rng.normal(size=(rows, 3)), dtype=jnp.float32),
-                               "y": jnp.asarray(rng.normal(size=rows), dtype=jnp.float32)},
-        "election88": lambda: {
-            "y": ints(2, rows), "female": ints(2, rows).astype(jnp.float32),
-            "black": ints(2, rows).astype(jnp.float32), "age": ints(4, rows),
-            "edu": ints(4, rows), "state": ints(51, rows), "state_region": ints(5, 51),
-            "state_v_prev": jnp.asarray(rng.uniform(0.2, 0.7, 51), dtype=jnp.float32)},
-        "gamma_poisson_nmf": lambda: counts,
-        "dirichlet_exponential_nmf": lambda: counts,
-        "gmm": lambda: {"x": jnp.asarray(rng.normal(size=(rows, 2)), dtype=jnp.float32),
-                        "K": 3},
-    }
-    models.get(name)  # raises for an unknown name
-    return makers[name]()
 
 
 def _names(code: types.CodeType) -> Iterator[str]:
@@ -96,7 +62,8 @@ def plate_diagram_svg(name: str) -> str:
     """NumPyro's plate diagram of model ``name`` (with each site's distribution) as SVG."""
     import numpyro  # here: only pages with a diagram need it
 
-    graph = numpyro.render_model(models.get(name).model, model_kwargs=example_data(name),
+    module = models.get(name)
+    graph = numpyro.render_model(module.model, model_kwargs=module.example_data(),
                                  render_distributions=True)
     svg = graph.pipe(format="svg").decode()
     return svg[svg.index("<svg"):]  # drop the XML prologue and DOCTYPE for inline use
@@ -134,7 +101,7 @@ def render_page(name: str, *, diagram: bool) -> str:
 
 def main() -> None:
     """Writes ``snakemake.output[0]`` for ``snakemake.wildcards.model``."""
-    logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+    log_to(snakemake.log[0])  # noqa: F821
     name, diagram = snakemake.wildcards.model, bool(snakemake.params.diagram)  # noqa: F821
     with atomic_open(snakemake.output[0]) as f:  # noqa: F821
         f.write(render_page(name, diagram=diagram))

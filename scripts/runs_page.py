@@ -14,11 +14,12 @@ from pathlib import Path
 from advi_repro.analysis.report_pages import html_page, runs_table, scale_note
 from advi_repro.analysis.runinfo import code_note
 from advi_repro.planning.files import atomic_open
+from advi_repro.planning.scriptlog import log_to
 
 
 def main() -> None:
     """Reads ``input.infos``; writes ``output[0]`` (HTML)."""
-    logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+    log_to(snakemake.log[0])  # noqa: F821
     infos = [json.loads(Path(p).read_text()) for p in snakemake.input.infos]  # noqa: F821
     checkout = snakemake.params.checkout  # noqa: F821
     table = runs_table(infos, checkout)

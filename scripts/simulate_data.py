@@ -1,4 +1,5 @@
-"""Snakemake script: simulate an experiment's data from its seed (rules/data.smk)."""
+"""Snakemake script: simulate an experiment's data from its seed with its model module's
+``simulate`` (rules/data.smk)."""
 
 import logging
 from pathlib import Path
@@ -8,5 +9,5 @@ from advi_repro.planning.scriptlog import log_to
 
 log_to(snakemake.log[0])  # noqa: F821
 job = snakemake.params.job  # noqa: F821
-path = simulate(job.name, job.seed, job.kwargs, Path(snakemake.output[0]))  # noqa: F821
-logging.info("simulated %s(seed=%d, %s) -> %s", job.name, job.seed, job.kwargs, path)
+path = simulate(job.model, job.seed, job.kwargs, Path(snakemake.output[0]))  # noqa: F821
+logging.info("simulated %s.simulate(seed=%d, %s) -> %s", job.model, job.seed, job.kwargs, path)

@@ -16,6 +16,7 @@ from advi_repro.analysis.figures import fill_title
 from advi_repro.analysis.report_pages import data_lines, draws_setting, html_page, scale_note
 from advi_repro.analysis.summary import read_endings, read_traces, summary_table
 from advi_repro.planning.files import atomic_open
+from advi_repro.planning.scriptlog import log_to
 
 
 def scoring_lines(infos: list[dict]) -> list[str]:
@@ -28,7 +29,7 @@ def scoring_lines(infos: list[dict]) -> list[str]:
 
 def main() -> None:
     """Reads the rule's inputs; writes ``output.table`` (CSV) and ``output.page`` (HTML)."""
-    logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
+    log_to(snakemake.log[0])  # noqa: F821
     params, inputs, output = snakemake.params, snakemake.input, snakemake.output  # noqa: F821
     table = summary_table(read_traces(inputs.traces), reference=params.reference,
                           tolerance=params.tolerance, preferred=params.methods,

@@ -2,6 +2,7 @@
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,11 +13,13 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 
 from advi_repro.planning.config import register, to_run
+from advi_repro.planning.data import data_path
 from advi_repro.planning.methods import AdviConfig, HmcConfig, NutsConfig
 from advi_repro.planning.paths import REPO_ROOT
 from advi_repro.planning.workflow import (
     CONF_DIR,
     expand_sweeps,
+    experiment_names,
     plan_workflow,
     refuse_shared_folders,
 )
@@ -203,9 +206,25 @@ def test_a_fit_sweep_that_would_share_a_folder_is_refused_before_anything_runs(t
 
 def test_the_workflow_runs_every_experiment_by_default():
     config = yaml.safe_load((REPO_ROOT / "conf" / "workflow.yaml").read_text())
-    assert config["experiments"] == ["linreg_ard", "election88", "gamma_poisson_nmf",
-                                     "dirichlet_exponential_nmf", "gmm", "gmm_minibatch"]
-    assert sorted(config["experiments"]) == EXPERIMENTS
+    assert "experiments" not in config  # no list to extend: every conf/experiment/*.yaml
+    assert experiment_names(CONF_DIR) == EXPERIMENTS == [
+        "dirichlet_exponential_nmf", "election88", "gamma_poisson_nmf", "gmm",
+        "gmm_minibatch", "linreg_ard"]
+
+
+def test_an_experiment_naming_no_model_module_is_refused_naming_the_valid_ones(compose_run):
+    with pytest.raises(ValueError, match=r"unknown model 'linreg': there is no "
+                                         r"models/linreg.py; valid models: .*linreg_ard"):
+        compose_run("experiment.model=linreg")
+
+
+def test_each_paper_experiment_names_the_claim_it_tests_and_where_the_paper_shows_its_code(
+        compose_run):
+    claims = {name: compose_run(f"experiment={name}").experiment for name in EXPERIMENTS}
+    assert {name: e.claim_id for name, e in claims.items()} == {
+        "linreg_ard": "E1", "election88": "E2", "gamma_poisson_nmf": "E3",
+        "dirichlet_exponential_nmf": "E4", "gmm": "E5", "gmm_minibatch": "E6"}
+    assert all(e.paper_code.startswith("Appendix ") for e in claims.values())
 
 
 def test_a_sweep_in_an_experiments_method_list_gives_one_run_per_minibatch_size():
@@ -293,3 +312,23 @@ def test_fit_help_lists_the_choices_a_user_may_pick_and_describes_each_main_opti
         line = next(line for line in help_text.splitlines() if line.startswith(f"  {option}"))
         assert len(line.split()) > 2, line  # the option and words describing it
     assert "== This run's config ==\nexperiment:\n  name: linreg_ard" in help_text
+
+
+def test_a_data_file_of_your_own_needs_its_path_and_is_read_where_it_is(compose_run):
+    with pytest.raises(ValueError, match=r"DataConfig.path = None: data.source: file needs "
+                                         r"data.path"):
+        compose_run("experiment.data.source=file")
+    run = compose_run("experiment.data.source=file", "+experiment.data.path=mine/counts.csv")
+    assert str(data_path(run)) == "mine/counts.csv"
+
+
+def test_experiments_of_two_models_may_not_simulate_into_one_file(tmp_path):
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, conf)
+    text = (conf / "experiment" / "linreg_ard.yaml").read_text()
+    mine = text.replace("name: linreg_ard\nmodel: linreg_ard", "name: mine\nmodel: gmm")
+    (conf / "experiment" / "mine.yaml").write_text(mine)
+    with pytest.raises(ValueError, match=r"models 'linreg_ard' and 'gmm' would simulate into "
+                                         r"one file, .*linreg_ard/seed0.*another data.name"):
+        plan_workflow(experiments=["linreg_ard", "mine"], scale="smoke", seeds=[0],
+                      overrides=[], conf_dir=conf)

@@ -1,5 +1,5 @@
-"""Simulated data: the ARD regression truth and the streamed, standardised imageCLEF
-stand-ins (Gaussian mixture; procedural images through the real-image path)."""
+"""Simulated data: the streamed, standardised imageCLEF stand-ins (Gaussian mixture;
+procedural images through the real-image path)."""
 
 import numpy as np
 import pytest
@@ -7,28 +7,6 @@ from PIL import Image
 
 from advi_repro.models import gmm
 from advi_repro.planning.datasets import images, procedural, simulate
-
-
-def test_linreg_ard_shapes_truth_and_noise():
-    data = simulate.linreg_ard(0, num_train=4000, num_heldout=300, num_features=10)
-    assert data["X_train"].shape == (4000, 10) and data["y_train"].shape == (4000,)
-    assert data["X_heldout"].shape == (300, 10) and data["y_heldout"].shape == (300,)
-    assert all(a.dtype == np.float32 for a in data.values())
-    w = data["w"]
-    assert np.all(w[5:] == 0) and np.all(w[:5] != 0)
-    residual = data["y_train"] - data["X_train"] @ w
-    np.testing.assert_allclose(residual.var(), 1 / simulate.NOISE_PRECISION, rtol=0.1)
-
-
-def test_linreg_ard_is_seeded():
-    first = simulate.linreg_ard(3, num_train=20, num_heldout=5, num_features=4)
-    again = simulate.linreg_ard(3, num_train=20, num_heldout=5, num_features=4)
-    other = simulate.linreg_ard(4, num_train=20, num_heldout=5, num_features=4)
-    for key in first:
-        np.testing.assert_array_equal(first[key], again[key])
-    assert not np.array_equal(first["X_train"], other["X_train"])
-    with pytest.raises(ValueError, match="'num_features': 0"):
-        simulate.linreg_ard(0, num_features=0)
 
 
 def standin(tmp_path, seed, name="standin.npy"):

@@ -8,7 +8,6 @@ from numpyro.infer.util import log_density
 from scipy import stats
 
 from advi_repro.models import linreg_ard
-from advi_repro.planning.datasets import simulate
 
 RNG = np.random.default_rng(0)
 N, D, S = 40, 6, 5
@@ -63,7 +62,7 @@ def test_log_likelihood_matches_a_loop_over_draws():
 
 def test_load_reads_a_simulated_file(tmp_path):
     path = tmp_path / "linreg.npz"
-    np.savez(path, **simulate.linreg_ard(1, num_train=30, num_heldout=7, num_features=4))
+    np.savez(path, **linreg_ard.simulate(1, num_train=30, num_heldout=7, num_features=4))
     problem = linreg_ard.load(path, seed=0)
     assert problem.train["X"].shape == (30, 4) and problem.train["y"].shape == (30,)
     assert problem.heldout["X"].shape == (7, 4) and problem.num_heldout == 7
@@ -76,3 +75,25 @@ def test_load_names_inconsistent_arrays(tmp_path):
              X_heldout=np.zeros((1, 2)), y_heldout=np.zeros(1))
     with pytest.raises(ValueError, match=r"\(3, 2\) and \(4,\)"):
         linreg_ard.load(path)
+
+
+def test_linreg_ard_shapes_truth_and_noise():
+    data = linreg_ard.simulate(0, num_train=4000, num_heldout=300, num_features=10)
+    assert data["X_train"].shape == (4000, 10) and data["y_train"].shape == (4000,)
+    assert data["X_heldout"].shape == (300, 10) and data["y_heldout"].shape == (300,)
+    assert all(a.dtype == np.float32 for a in data.values())
+    w = data["w"]
+    assert np.all(w[5:] == 0) and np.all(w[:5] != 0)
+    residual = data["y_train"] - data["X_train"] @ w
+    np.testing.assert_allclose(residual.var(), 1 / linreg_ard.NOISE_PRECISION, rtol=0.1)
+
+
+def test_linreg_ard_is_seeded():
+    first = linreg_ard.simulate(3, num_train=20, num_heldout=5, num_features=4)
+    again = linreg_ard.simulate(3, num_train=20, num_heldout=5, num_features=4)
+    other = linreg_ard.simulate(4, num_train=20, num_heldout=5, num_features=4)
+    for key in first:
+        np.testing.assert_array_equal(first[key], again[key])
+    assert not np.array_equal(first["X_train"], other["X_train"])
+    with pytest.raises(ValueError, match="'num_features': 0"):
+        linreg_ard.simulate(0, num_features=0)

@@ -134,11 +134,11 @@ def test_e0_holds_at_the_kl_optimum_and_not_far_from_it():
 def test_the_table_lists_every_claim_and_marks_the_unplanned_ones_not_run():
     fit = transformation.transformation_table({"a": 10.0, "b": 4.0, "mu": 0.866, "sigma": 0.316})
     experiments = [
-        ExperimentResult("election88", "election88", summary(AGREEING, FAST_ADVI), "nuts",
-                         0.01, False, "fetch election88"),
-        ExperimentResult("imageclef_small", "gmm",
+        ExperimentResult("election88", "E2", summary(AGREEING, FAST_ADVI), "nuts",
+                         0.01, "fetch election88"),
+        ExperimentResult("imageclef_small", "E5",
                          summary({"advi_M1": -2.0, "nuts": -2.0},
-                                 {"advi_M1": 5.0, "nuts": 60.0}), "nuts", 0.01, False,
+                                 {"advi_M1": 5.0, "nuts": 60.0}), "nuts", 0.01,
                          "simulated stand-in"),
     ]
     table = claims.claims_table(fit, experiments)
@@ -169,23 +169,23 @@ def test_experiment_facts_tell_the_stand_in_from_real_images():
 
     data = {"source": "imageclef", "name": "gmm_standin"}
     simulated = [info(None, data, None), info(500, data, None)]
-    model, minibatched, origin = runinfo.experiment_facts(simulated)
-    assert (model, minibatched) == ("gmm", True) and "simulated stand-in" in origin
+    origin = runinfo.data_origin(simulated)
+    assert "simulated stand-in" in origin
     assert "advi_repro.planning.datasets.simulate.gmm_standin" in origin  # which stand-in
     real = [info(None, data, "/data/clef")]
-    assert runinfo.experiment_facts(real) == ("gmm", False, "real images from /data/clef")
-    assert claims.claim_of("gmm", minibatched=True) == "E6"
-    with pytest.raises(ValueError, match="different models"):
-        runinfo.experiment_facts([info(None, {}, None),
-                                 {"config": {"experiment": {"model": "x"}}}])
+    assert runinfo.data_origin(real) == "real images from /data/clef"
+    simulated = [info(None, {"source": "simulate", "name": "counts"}, None)]
+    assert runinfo.data_origin(simulated) == "simulate counts"
+    with pytest.raises(ValueError, match="at least one run"):
+        runinfo.data_origin([])
 
 
 def test_robust_advi_gets_its_own_row_judged_in_place_of_stans():
     # Stan's ADVI stops 3% short of NUTS; the robust preset reaches it first
     finals = {**AGREEING, "advi_M1": -1.03, "advi_M10": -1.03, "advi_robust_M1": -0.999}
     seconds = {**FAST_ADVI, "advi_M1": np.nan, "advi_M10": np.nan, "advi_robust_M1": 1.5}
-    experiment = ExperimentResult("linreg_ard", "linreg_ard", summary(finals, seconds), "nuts",
-                                  0.01, False, "simulated")
+    experiment = ExperimentResult("linreg_ard", "E1", summary(finals, seconds), "nuts",
+                                  0.01, "simulated")
     table = claims.claims_table(None, [experiment]).set_index("experiment")
     assert table.loc["linreg_ard", "held"] == "no"
     assert "advi_robust" not in table.loc["linreg_ard", "measured"]
@@ -206,7 +206,28 @@ def test_seconds_measured_on_different_set_ups_are_not_compared():
     # runs that did not record their set-up are not held against the others
     unknown = {**same, "hmc": None}
     assert claims.judge_experiment("E2", table, reference="nuts", setups=unknown).held is True
-    experiment = ExperimentResult("election88", "election88", table, "nuts", 0.01, False,
+    experiment = ExperimentResult("election88", "E2", table, "nuts", 0.01,
                                   "fetched election88", setups=mixed)
     row = claims.claims_table(None, [experiment]).set_index("experiment").loc["election88"]
     assert row["held"] == "cannot tell"
+
+
+def test_an_experiment_with_no_paper_claim_gets_a_row_with_its_numbers_last():
+    mine = ExperimentResult("poisson_regression", None, summary(AGREEING, FAST_ADVI), "nuts",
+                            0.01, "simulate poisson_regression")
+    paper = ExperimentResult("election88", "E2", summary(AGREEING, FAST_ADVI), "nuts", 0.01,
+                             "fetch election88")
+    table = claims.claims_table(None, [mine, paper])
+    assert list(table["claim"]) == ["E0", "E1", "E2", "E3", "E4", "E5", "E6", "none"]
+    row = table.iloc[-1]
+    assert row["experiment"] == "poisson_regression" and row["held"] == claims.NO_CLAIM
+    assert "ADVI (M=1) -1.001" in row["measured"] and "NUTS 60 s" in row["measured"]
+    assert row["data"] == "simulate poisson_regression" and row["paper_claim"] == ""
+
+
+@pytest.mark.parametrize("claim_id", ["E0", "E7", "e1"])
+def test_a_claim_id_that_names_no_claim_of_the_paper_is_refused_naming_the_valid_ones(
+        claim_id):
+    with pytest.raises(ValueError, match=f"experiment 'mine': claim_id '{claim_id}' is not a "
+                                         "claim of the paper; valid: E1, E2, E3, E4, E5, E6"):
+        claims.check_claim_id("mine", claim_id)

@@ -30,7 +30,7 @@ def load_script(name):
 render_models = load_script("render_models")
 
 
-@pytest.mark.parametrize("name", models.MODEL_NAMES)
+@pytest.mark.parametrize("name", models.available())
 def test_every_model_page_shows_its_source_and_description(name):
     page = render_models.render_page(name, diagram=False)
     module = models.get(name)
@@ -51,7 +51,7 @@ def test_the_factorisations_show_their_shared_likelihood_and_ordered_prior():
 
 
 @pytest.mark.skipif(not GRAPHVIZ, reason="needs the graphviz package and Graphviz's dot")
-@pytest.mark.parametrize("name", models.MODEL_NAMES)
+@pytest.mark.parametrize("name", models.available())
 def test_plate_diagrams_name_every_latent_site(name):
     svg = render_models.plate_diagram_svg(name)
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
@@ -91,7 +91,8 @@ def test_claims_from_summaries_of_traces(tmp_path):
                           reference="nuts", preferred=["advi_M1", "nuts", "hmc"])
     summary_csv = tmp_path / "election88.csv"
     table.to_csv(summary_csv, index=False, float_format="%.4g", na_rep="n/a")  # summarise.py
-    experiments = {"election88": {"summary": summary_csv, "reference": "nuts"}}
+    experiments = {"election88": {"summary": summary_csv, "reference": "nuts",
+                                  "claim_id": "E2"}}
     result = load_script("claims").build(experiments, infos, None, tolerance=0.01)
     row = result.set_index("claim").loc["E2"]
     assert row["held"] == "no" and row["experiment"] == "election88"
@@ -166,10 +167,12 @@ def test_captions_render_as_snakemake_renders_them(tmp_path, scale, diagram):
             assert "<table" not in body and "results/claims.csv" in body
 
 
-def test_the_claims_rule_pairs_each_summary_with_its_reference():
+def test_the_claims_rule_pairs_each_summary_with_its_reference_and_claim():
     experiments = load_script("claims").experiments_of(
-        ["results/summaries/linreg_ard.csv", "results/summaries/gmm_minibatch.csv"],
-        "linreg_ard: nuts, gmm_minibatch: None")
+        ["results/summaries/linreg_ard.csv", "results/summaries/mine.csv"],
+        "linreg_ard: nuts, mine: None", "linreg_ard: E1, mine: None")
     assert experiments == {
-        "linreg_ard": {"summary": "results/summaries/linreg_ard.csv", "reference": "nuts"},
-        "gmm_minibatch": {"summary": "results/summaries/gmm_minibatch.csv", "reference": None}}
+        "linreg_ard": {"summary": "results/summaries/linreg_ard.csv", "reference": "nuts",
+                       "claim_id": "E1"},
+        "mine": {"summary": "results/summaries/mine.csv", "reference": None,
+                 "claim_id": None}}

@@ -114,3 +114,21 @@ def test_a_run_on_real_images_records_them(tmp_path, image_dir):
     assert info["data"]["description"] == describe_data(run)  # what the report says
     assert info["data"]["path"].endswith(f"_heldout{NUM_HELDOUT}.npy")
     assert np.isfinite(info["final_heldout_lpd"])
+
+
+def test_a_run_handed_its_data_and_folder_uses_them_and_makes_no_data(tmp_path):
+    from advi_repro.models import linreg_ard
+
+    data = tmp_path / "given" / "linreg.npz"
+    data.parent.mkdir()
+    np.savez(data, **linreg_ard.simulate(0, num_train=50, num_heldout=20, num_features=3))
+    folder = tmp_path / "elsewhere" / "run"
+    run, cfg = compose_run("experiment=linreg_ard", "scale=smoke", "method=advi",
+                           f"results_dir={tmp_path / 'results'}", f"input_data={data}",
+                           f"output_dir={folder}", "method.max_iter=200")
+    out = execute(run, OmegaConf.to_container(cfg, resolve=True))
+    assert out == folder and (folder / "trace.csv").is_file()
+    info = json.loads((folder / "info.json").read_text())
+    assert info["data"]["path"] == str(data) and info["data"]["n_train"] == 50
+    assert not (tmp_path / "results" / "data").exists()  # the data rules' job, not the run's
+    assert not (tmp_path / "results" / "runs").exists()

@@ -266,6 +266,15 @@ def test_a_sweep_through_the_workflow_plans_distinct_runs(tmp_path):
     assert "/nuts/" not in result.stdout
 
 
+def test_the_fit_rule_hands_each_job_its_data_file_and_its_folder(tmp_path):
+    result = snakemake(tmp_path, "--dry-run", "--printshellcmds", timeout=120, config=[
+        "experiments=[linreg_ard]", 'overrides=["method=advi"]'])
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = "results/data/simulated/linreg_ard/seed0_num_features10_num_heldout100_num_train500.npz"
+    assert f"""'input_data="{data}"'""" in result.stdout  # quoted for Hydra, then the shell
+    assert """'output_dir="results/runs/smoke/linreg_ard/advi_M1/seed0"'""" in result.stdout
+
+
 @ON_SMOKE_WORKER
 @pytest.mark.skipif(screenshot_report.find_chromium() is None, reason="no Chromium installed")
 @pytest.mark.parametrize("size", screenshot_report.SIZES)

@@ -1,4 +1,6 @@
-"""Simulated data from a seed: the ARD regression data (E1) and the imageCLEF stand-ins (E5, E6).
+"""The imageCLEF stand-ins (E5, E6), simulated from a seed: data sets of ``data.source:
+imageclef``, named by ``data.name``. (Simulated data of ``data.source: simulate`` come from
+the model module's own ``simulate``, ``advi_repro.models``.)
 
 ``image_standin`` (the default of E5 and E6) computes the colour histograms of procedural
 images; ``gmm_standin`` draws rows from a Gaussian mixture (the model being fitted).
@@ -16,51 +18,11 @@ from typing import BinaryIO
 
 import numpy as np
 
+from advi_repro.models._checks import require_count
 from advi_repro.planning.datasets import images, procedural
-
-NOISE_PRECISION = 1.0
-"""tau of the simulated regression: the noise of y_n has standard deviation 1."""
 
 BLOCK_ROWS = 8192
 """Rows ``gmm_standin`` draws and writes at a time (8192 x 576 float64: 38 MB)."""
-
-
-def linreg_ard(
-    seed: int, *, num_train: int = 10_000, num_heldout: int = 1_000, num_features: int = 250
-) -> dict[str, np.ndarray]:
-    """Regression data in which half of the regressors have no predictive power (Appendix F).
-
-    x_nd ~ N(0, 1) iid; w_d ~ N(0, 1) for the first D // 2 regressors and w_d = 0 for the
-    others; y_n = w^T x_n + e_n with e_n ~ N(0, 1 / NOISE_PRECISION). Save with
-    ``numpy.savez(path, **arrays)`` for ``advi_repro.models.linreg_ard.load``.
-
-    Args:
-        seed: numpy Generator seed.
-        num_train, num_heldout: rows N of the training and held-out sets.
-        num_features: D, the number of regressors.
-
-    Returns:
-        ``X_train (num_train, D)``, ``y_train (num_train,)``, ``X_heldout (num_heldout, D)``,
-        ``y_heldout (num_heldout,)``, all float32; the truth ``w (D,)`` float32 and
-        ``noise_precision ()`` float32.
-    """
-    _require_counts(num_train=num_train, num_heldout=num_heldout, num_features=num_features)
-    rng = np.random.default_rng(seed)
-    w = np.zeros(num_features)
-    num_relevant = num_features // 2
-    w[:num_relevant] = rng.normal(0.0, 1.0, num_relevant)
-    X = rng.normal(0.0, 1.0, (num_train + num_heldout, num_features))
-    noise = rng.normal(0.0, 1.0 / np.sqrt(NOISE_PRECISION), num_train + num_heldout)
-    y = X @ w + noise
-    X, y = X.astype(np.float32), y.astype(np.float32)
-    return {
-        "X_train": X[:num_train],
-        "y_train": y[:num_train],
-        "X_heldout": X[num_train:],
-        "y_heldout": y[num_train:],
-        "w": w.astype(np.float32),
-        "noise_precision": np.float32(NOISE_PRECISION),
-    }
 
 
 def gmm_standin(
@@ -93,7 +55,7 @@ def gmm_standin(
     Returns:
         ``out_path`` as a Path.
     """
-    _require_counts(num_train=num_train, num_heldout=num_heldout, dim=dim,
+    require_count(num_train=num_train, num_heldout=num_heldout, dim=dim,
                     num_components=num_components)
     rng = np.random.default_rng(seed)
     weights = rng.dirichlet(np.full(num_components, 2.0))
@@ -147,7 +109,7 @@ def image_standin(
     Returns:
         ``out_path`` as a Path.
     """
-    _require_counts(num_train=num_train, num_heldout=num_heldout)
+    require_count(num_train=num_train, num_heldout=num_heldout)
     num_rows = num_train + num_heldout
     rng = images.dequantisation_rng(seed)
     blocks = (images.batch_histograms(batch, num_bins=num_bins, rng=rng)
@@ -224,9 +186,3 @@ def _write_blocks(blocks: Iterable[np.ndarray], out: BinaryIO, offset: int, *,
     sd = np.sqrt(np.maximum(total_sq / num_train - mean**2, 0.0))
     sd[sd == 0.0] = 1.0
     return mean, sd
-
-
-def _require_counts(**values: int) -> None:
-    bad = {name: value for name, value in values.items() if int(value) != value or value < 1}
-    if bad:
-        raise ValueError(f"sizes must be integers >= 1, got {bad}")
