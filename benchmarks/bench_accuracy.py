@@ -195,12 +195,16 @@ def schools_nuts_case(num_chains: int, num_draws: int) -> Case:
 
 @dataclasses.dataclass(frozen=True)
 class Score:
-    """One fit's error: RMS of (fitted - true mean) / true sd (nan when the fit failed)."""
+    """One fit's error: RMS of (fitted - true mean) / true sd (nan when the fit failed),
+    the worst coordinate's |fitted - true mean| / true sd, and whether an end-of-fit check
+    (``advi.checks``) warned."""
 
     rms: float
     iterations: int
     note: str
     start: str = ""
+    worst: float = math.nan
+    warned: bool = False
 
 
 def score(case: Case, preset: str, seed: int) -> Score:
@@ -210,7 +214,7 @@ def score(case: Case, preset: str, seed: int) -> Score:
     import advi
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)  # kept in result.warnings
         try:
             result = advi.fit(case.model, *case.args, rng_key=jax.random.PRNGKey(seed),
                               preset=preset)
@@ -223,8 +227,18 @@ def score(case: Case, preset: str, seed: int) -> Score:
         fitted = flatten(result.mean(), case.sites)
     z = (fitted - case.mean) / case.sd
     start = result.start.split(" (")[0] if result.start.startswith("laplace") else result.start
+    warned = any("remedy:" in w for w in result.warnings)
     return Score(float(np.sqrt(np.mean(z**2))), result.num_iterations,
-                 result.convergence_reason, start)
+                 result.convergence_reason, start, float(np.max(np.abs(z))), warned)
+
+
+def alarms(scores: list[Score]) -> tuple[int, int, int, int]:
+    """(false alarms, fits within 1 sd on every mean; silent misses, fits more than 1 sd off
+    on some mean): a false alarm is a fit within 1 sd that warned, a silent miss a fit more
+    than 1 sd off that did not (failed fits are counted in neither)."""
+    good = [s for s in scores if s.worst <= 1.0]
+    off = [s for s in scores if s.worst > 1.0]
+    return (sum(s.warned for s in good), len(good), sum(not s.warned for s in off), len(off))
 
 
 def cell(scores: list[Score]) -> str:
@@ -245,7 +259,8 @@ def report(cases: list[Case], seeds: list[int]) -> list[bool]:
     print(f"| case | K | truth | stan: RMS error (sd{per}) | robust: RMS error (sd{per}) "
           f"| robust iterations, stop; start | target robust <= {TARGET_SD} sd |")
     print("| --- | ---: | --- | ---: | ---: | --- | --- |")
-    met = []
+    met: list[bool] = []
+    every: list[tuple[str, Score]] = []
     for case in cases:
         scores = {p: [score(case, p, s) for s in seeds] for p in ("stan", "robust")}
         worst = max(s.rms for s in scores["robust"])
@@ -257,6 +272,12 @@ def report(cases: list[Case], seeds: list[int]) -> list[bool]:
         print(f"| {case.name} | {case.mean.size} | {case.reference} | {cell(scores['stan'])} "
               f"| {cell(scores['robust'])} | {stops} | {common.verdict(met[-1])} |",
               flush=True)
+        every += [(p, s) for p, ss in scores.items() for s in ss]
+    for preset in ("stan", "robust"):
+        false, good, silent, off = alarms([s for p, s in every if p == preset])
+        print(f"\nend-of-fit checks, {preset}: {false} of {good} fits within 1 sd of every "
+              f"mean warned (false alarms); {silent} of {off} fits more than 1 sd off "
+              "were silent")
     return met
 
 
