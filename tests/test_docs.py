@@ -3,6 +3,7 @@ docs/ resolves, the README stays a short front page whose example runs and whose
 command is the one CI runs, and the generated options table matches the library's
 configuration."""
 
+import ast
 import dataclasses
 import importlib.util
 import os
@@ -112,6 +113,21 @@ def test_sources_cite_no_issue_numbers_or_files_the_repository_lacks():
              for path in _source_files() if path.resolve() != this
              for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
              if UNCITABLE.search(line)]
+    assert not found, "\n".join(found)
+
+
+MEASUREMENT_LOG = re.compile(r"\bmeasured\b|\b\d+(\.\d+)? ?ms\b", re.IGNORECASE)
+"""What marks a measurement log in a docstring: the word "measured" or a timing in ms."""
+
+
+def test_the_librarys_docstrings_carry_no_measurement_logs():
+    """Measured numbers live in benchmarks/README.md ("Measurements behind the library's
+    defaults"); a docstring says what, the shapes and units, why and the source."""
+    found = [f"{path.relative_to(ROOT)}: {doc.splitlines()[0][:60]}"
+             for path in sorted((ROOT / "advi").glob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str)
+             for doc in [node.value] if MEASUREMENT_LOG.search(doc)]
     assert not found, "\n".join(found)
 
 
