@@ -6,14 +6,7 @@ A :class:`Target` is the single adapter between inference and a model.
 except where that is badly behaved), applied as NumPyro's ``potential_energy`` applies
 ``biject_to``, which gives log p(X, T^-1(zeta)) + log|det J_{T^-1}(zeta)| (paper Eq. 3).
 :func:`from_log_density` wraps a plain JAX log density over R^K for users without NumPyro.
-
-Minibatching (paper Section 2.6): the model declares its observation axis with
-``numpyro.plate(name, N)`` and indexes its data with the plate's indices. The data plate is
-the model's only plate, whatever its name; a model with several plates names it with
-``minibatch_plate`` (by default the plate called "data"). With ``minibatch_size=B`` the
-plate is handed B indices drawn uniformly *with replacement* (O(B) work per draw, unbiased
-for the full-data likelihood; NumPyro's own without-replacement subsample costs O(N) per
-draw), and NumPyro scales the plate's log likelihood by N/B.
+Minibatching (paper Section 2.6), the model's data plate subsampled: :mod:`advi.minibatch`.
 """
 
 from __future__ import annotations
@@ -31,9 +24,8 @@ from numpyro.distributions.util import sum_rightmost
 from numpyro.handlers import seed, substitute, trace
 from numpyro.infer.initialization import init_to_uniform
 from numpyro.infer.util import log_density as numpyro_log_density
-from numpyro.primitives import Messenger
 
-from . import data_checks
+from . import data_checks, minibatch
 from .transforms import unconstraining_transform
 
 
@@ -128,22 +120,6 @@ def from_log_density(log_density: Callable[[Array], Array], dim: int) -> Target:
     )
 
 
-class _subsample_plate(Messenger):
-    """Hand the plate called ``name`` B indices drawn with replacement from range(N)."""
-
-    def __init__(self, fn: Callable, name: str, size: int, rng_key: Array | None) -> None:
-        self.name, self.size, self.rng_key = name, size, rng_key
-        super().__init__(fn)
-
-    def process_message(self, msg: dict[str, Any]) -> None:
-        if msg["type"] != "plate" or msg["name"] != self.name:
-            return
-        num_data = int(msg["args"][0])
-        key = self.rng_key if self.rng_key is not None else jax.random.PRNGKey(0)
-        msg["args"] = (num_data, self.size)
-        msg["value"] = jax.random.randint(key, (self.size,), 0, num_data)
-
-
 def _unconstrain_site(values: dict[str, Array], site: dict[str, Any]) -> Array | None:
     """``substitute_fn`` mapping a latent site's zeta to theta and adding its log-Jacobian
     as a factor (as NumPyro's ``potential_energy`` does, with our transforms)."""
@@ -224,44 +200,6 @@ def _probe(model: Callable, model_args: tuple, model_kwargs: dict[str, Any]) -> 
 
 
 
-def _data_plate(plates: dict[str, int], minibatch_plate: str | None, size: int) -> str:
-    """The plate to subsample: the named one, else the only one, else the one called "data".
-
-    Raises:
-        ValueError: naming the plates found when none fits, and naming B and N when B > N.
-    """
-    if minibatch_plate is None:
-        found = list(plates) if len(plates) == 1 else [p for p in plates if p == "data"]
-        if not found:
-            raise ValueError(
-                f"minibatch_size={size} needs the model's data plate, but the model has "
-                f"{len(plates)} plates {sorted(plates)}; pass minibatch_plate=<one of them>"
-            )
-        minibatch_plate = found[0]
-    elif minibatch_plate not in plates:
-        raise ValueError(
-            f"minibatch_size={size} was given but the model has no plate named "
-            f"{minibatch_plate!r} (its plates: {sorted(plates)}); declare the observation "
-            f"axis with numpyro.plate({minibatch_plate!r}, N) or name one of its plates"
-        )
-    num_data = plates[minibatch_plate]
-    if size > num_data:
-        raise ValueError(
-            f"minibatch_size={size} is larger than the number of data points N={num_data} "
-            f"in plate {minibatch_plate!r}; use 1 <= minibatch_size <= {num_data}"
-        )
-    return minibatch_plate
-
-
-def _check_minibatch_size(minibatch_size: Any) -> None:
-    if minibatch_size is None:
-        return
-    if isinstance(minibatch_size, bool) or not isinstance(minibatch_size, (int, np.integer)):
-        raise ValueError(f"minibatch_size={minibatch_size!r} must be an integer >= 1 or None")
-    if minibatch_size < 1:
-        raise ValueError(f"minibatch_size={minibatch_size} must be >= 1 (or None for all data)")
-
-
 def from_numpyro(
     model: Callable,
     model_args: tuple = (),
@@ -292,7 +230,7 @@ def from_numpyro(
             degenerate constant columns of a 2-D float argument (:mod:`advi.data_checks`).
     """
     model_kwargs = dict(model_kwargs or {})
-    _check_minibatch_size(minibatch_size)
+    minibatch.check_minibatch_size(minibatch_size)
     data, rebuild, signature = _split_data(model_args, model_kwargs)
     data_checks.check_constant_columns(data_checks.named_arrays(model_args, model_kwargs))
     probe = _probe(model, model_args, model_kwargs)
@@ -300,9 +238,9 @@ def from_numpyro(
                                           probe.observed)
     plate = None
     if minibatch_size is not None:
-        plate = _data_plate(probe.plates, minibatch_plate, int(minibatch_size))
+        plate = minibatch.data_plate(probe.plates, minibatch_plate, int(minibatch_size))
     dim, unravel = _ravel(probe.shapes)
-    seeded = _seeder(model, plate, minibatch_size)
+    seeded = minibatch.seeder(model, plate, minibatch_size)
 
     def conditioned(fn: Callable, zeta: Array) -> Callable:
         values = unravel(zeta)
@@ -329,19 +267,6 @@ def from_numpyro(
         cache_key=_hashable(("numpyro", model, signature, minibatch_size, plate)),
         numpyro=NumPyroModel(model, rebuild, probe.shapes, unravel),
     )
-
-
-def _seeder(model: Callable, plate: str | None, minibatch_size: int | None
-            ) -> Callable[[Array | None], Callable]:
-    """``seeded(rng_key)``: the model seeded with ``rng_key`` (None: key 0), its data plate
-    ``plate`` (if any) subsampled to ``minibatch_size`` indices drawn with that key."""
-    def seeded(rng_key: Array | None) -> Callable:
-        key = jax.random.PRNGKey(0) if rng_key is None else rng_key
-        if plate is None or minibatch_size is None:
-            return seed(model, key)
-        return seed(_subsample_plate(model, plate, minibatch_size, rng_key), key)
-
-    return seeded
 
 
 def _ravel(shapes: dict[str, tuple[int, ...]]) -> tuple[int, Callable[[Array], dict]]:
