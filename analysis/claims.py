@@ -30,9 +30,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from advi_repro.analysis.methods import advi_setting, advi_variants, is_robust
 from advi_repro.analysis.paper_claims import CLAIMS, MAX_EXCESS_KL, MINIBATCH_THRESHOLD, SPEED_UP
 from advi_repro.analysis.summary import reach_column
-from advi_repro.planning.naming import RunName, parse_run_name
 
 COLUMNS = ("claim", "figure", "paper_claim", "criterion", "experiment", "held", "verdict",
            "measured", "data")
@@ -116,21 +116,6 @@ def judge_transformation(table: pd.DataFrame, *, max_excess_kl: float = MAX_EXCE
 
 
 # ---- E1 to E6: accuracy against time ---------------------------------------------------------
-
-
-def advi_setting(method: str) -> tuple[int, int | None] | None:
-    """(M, B) of an ADVI method name (``advi_M1``, ``advi_M10_B500``), None for others."""
-    name = _parsed(method)
-    return (name.grad_samples, name.minibatch_size) if name is not None and name.is_advi \
-        else None
-
-
-def _parsed(method: str) -> RunName | None:
-    """The parts of a method's run name; None for a name no run of this workflow has."""
-    try:
-        return parse_run_name(method)
-    except ValueError:
-        return None
 
 
 def _seconds(value: float) -> str:
@@ -293,24 +278,6 @@ def _judge_accuracy(t: _Times, parts: list[str], claim: str) -> Verdict:
     if undecided:
         return Verdict(None, measured, undecided)
     return Verdict(True, measured, "every part of the criterion held")
-
-
-def is_robust(method: str) -> bool:
-    """Whether a method name is ADVI with the library's robust preset (``advi_robust_M1``)."""
-    name = _parsed(method)
-    return name is not None and name.is_robust
-
-
-def advi_variants(summary: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """The summary as each ADVI algorithm sees the claim: ``("", rows without robust ADVI)``
-    (Stan's ADVI, the paper's) and, when robust ADVI ran, ``(" (ADVI robust)", rows without
-    Stan's ADVI)``; the other methods are in both."""
-    methods = summary["method"]
-    robust = methods.map(is_robust)
-    if not robust.any():
-        return [("", summary)]
-    stan = methods.map(lambda m: advi_setting(m) is not None) & ~robust
-    return [("", summary[~robust]), (" (ADVI robust)", summary[~stan])]
 
 
 def _judge_minibatch(table: pd.DataFrame, final: pd.Series, parts: list[str]) -> Verdict:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import integrate, optimize, stats
 
-from advi_repro.analysis import claims, runinfo, transformation
+from advi_repro.analysis import claims, methods, runinfo, transformation
 from advi_repro.analysis.claims import ExperimentResult
 
 REACH = "seconds_to_1pct_of_nuts"
@@ -96,9 +96,9 @@ def test_e6_larger_minibatches_must_beat_every_smaller_one(finals, held):
 
 
 def test_advi_settings_are_read_from_method_names():
-    assert claims.advi_setting("advi_M10") == (10, None)
-    assert claims.advi_setting("advi_fullrank_M1_B500_eta0.1") == (1, 500)
-    assert claims.advi_setting("nuts") is None
+    assert methods.advi_setting("advi_M10") == (10, None)
+    assert methods.advi_setting("advi_fullrank_M1_B500_eta0.1") == (1, 500)
+    assert methods.advi_setting("nuts") is None
 
 
 def test_kl_to_log_gamma_matches_quadrature_and_is_least_at_the_optimum():
