@@ -94,6 +94,9 @@ class MethodRun:
     trace: list[Point] = field(default_factory=list)
     stopped: str = ""
     compile_s: float = float("nan")
+    from_scratch: bool = False
+    """Each checkpoint a run of its own from the start (Pathfinder's paths), not a point
+    along one run."""
 
 
 # --- the pure parts (unit-tested with fake traces) ---------------------------------------
@@ -126,10 +129,13 @@ def first_within(trace: Sequence[Point], reference: float,
     return next((p for p in trace if math.isfinite(p.lpd) and p.lpd >= bar), None)
 
 
-def per_iteration(trace: Sequence[Point]) -> tuple[float, float]:
+def per_iteration(trace: Sequence[Point], from_scratch: bool = False) -> tuple[float, float]:
     """(seconds, gradients) per iteration between the first and the last checkpoint (the
     start's cost, before the first checkpoint, left out); NaN with fewer than two
-    checkpoints at distinct iterations."""
+    checkpoints at distinct iterations. ``from_scratch`` (each checkpoint a run of its
+    own): the last run's, over its iterations."""
+    if from_scratch and trace and trace[-1].iteration > 0:
+        return trace[-1].seconds / trace[-1].iteration, trace[-1].grads / trace[-1].iteration
     if len(trace) < 2 or trace[-1].iteration == trace[0].iteration:
         return float("nan"), float("nan")
     its = trace[-1].iteration - trace[0].iteration
@@ -175,7 +181,7 @@ def method_table(runs: Sequence[MethodRun], reference: float | None, floor_ms: f
              "| to within 1% of NUTS | final lpd | stopped |",
              "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- |"]
     for run in runs:
-        seconds, grads = per_iteration(run.trace)
+        seconds, grads = per_iteration(run.trace, run.from_scratch)
         last = run.trace[-1] if run.trace else None
         reach = ("n/a" if reference is None else _reached(first_within(run.trace, reference)))
         lines.append(
@@ -471,7 +477,7 @@ def run_pathfinder(setup: Setup, budget: Budget) -> MethodRun:
     import jax.numpy as jnp
 
     target, log_density, constrain = _unconstrained(setup)
-    run, seconds = MethodRun("blackjax_pathfinder", compile_s=0.0), 0.0
+    run = MethodRun("blackjax_pathfinder", compile_s=0.0, from_scratch=True)
     for maxiter in pathfinder_maxiters(target.dim):
         def approximate(key: Any, data: Any, maxiter: int = maxiter) -> Any:
             state, info = blackjax.vi.pathfinder.approximate(
@@ -534,8 +540,8 @@ def _nuts_chunks(setup: Setup, budget: Budget, run: MethodRun, chunk: Any, state
 
     from advi_repro.runners.scoring import RunningLogMeanExp
 
-    posterior, seconds, grads = RunningLogMeanExp(), 0.0, 0.0
-    for phase, length in plan:
+    posterior, seconds, grads, plan = RunningLogMeanExp(), 0.0, 0.0, list(plan)
+    for n, (phase, length) in enumerate(plan):
         start = time.perf_counter()
         state, count, records = chunk(state, np.int32(length), np.float32(np.inf))
         jax.block_until_ready(state)
@@ -545,7 +551,7 @@ def _nuts_chunks(setup: Setup, budget: Budget, run: MethodRun, chunk: Any, state
         grads += float(np.sum(np.asarray(records[3])[:count]))
         lpd = setup.score(constrain(zs), posterior if phase == "sampling" else None)
         run.trace.append(Point(seconds, grads, int(state.i), lpd))
-        if seconds >= budget.seconds:
+        if seconds >= budget.seconds and n < len(plan) - 1:
             run.stopped = f"budget ({phase})"
             break
     return run

@@ -46,6 +46,9 @@ def test_per_iteration_leaves_the_start_before_the_first_checkpoint_out():
     assert seconds == pytest.approx(0.001) and grads == pytest.approx(1.0)
     assert all(math.isnan(x) for x in bench_peers.per_iteration(trace[:1]))
     assert all(math.isnan(x) for x in bench_peers.per_iteration([]))
+    # Pathfinder's paths each start from scratch: the last path's own rate
+    paths = _trace((0.3, 31, 30, -3.0), (0.8, 81, 80, -2.5))
+    assert bench_peers.per_iteration(paths, from_scratch=True) == pytest.approx((0.01, 1.0125))
 
 
 def test_speedup_is_the_peers_seconds_over_ours_or_says_who_never_got_there():
