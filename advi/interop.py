@@ -79,8 +79,8 @@ def to_inference_data(result: ADVIResult, num_samples: int = 1000, *, rng_key: A
         (one row per ELBO evaluation, dim ``evaluation``: the columns of
         :class:`advi.ELBOHistory`, nats and seconds). The posterior's attributes hold the
         diagnostics: family, converged, convergence_reason, num_iterations, pareto_khat
-        (nan when none was drawn), eta, start, wall_s (seconds), the options when the
-        result keeps them, and the library's version.
+        (nan when none was drawn), eta, start, wall_s (seconds) and the library's
+        version.
 
     Raises:
         ValueError: for num_samples or num_chains not a positive integer.
@@ -127,7 +127,7 @@ def _deterministic(target: Target, draws: dict[str, Array], rng_key: Array
 def diagnostics(result: ADVIResult) -> dict[str, Any]:
     """The fit's scalar diagnostics as netCDF-safe attributes (str, int, float)."""
     khat = result.pareto_khat
-    attrs = {
+    return {
         "inference_library": "advi", "inference_library_version": __version__,
         "family": result.approximation.family.name, "converged": int(result.converged),
         "convergence_reason": result.convergence_reason,
@@ -135,10 +135,6 @@ def diagnostics(result: ADVIResult) -> dict[str, Any]:
         "pareto_khat": math.nan if khat is None else float(khat),
         "eta": float(result.eta), "start": result.start, "wall_s": float(result.wall_s),
     }
-    options = getattr(result, "options", None)
-    if options is not None:
-        attrs["options"] = repr(options)
-    return attrs
 
 
 def _history_dataset(history: Any) -> Any:

@@ -7,8 +7,9 @@ The file is a NumPy ``.npz`` archive holding only arrays and a JSON header, read
 (:class:`advi.ELBOHistory`) and ``khat_log_weights`` when drawn. Header (``header``, a JSON
 string): the format and its version, the library's version, the family, K, the latent
 sites and their zeta shapes in the model's order, the fit's scalar fields (eta, converged,
-convergence_reason, num_iterations, seconds, restarts, warnings, start, redraws), Pareto
-k-hat and the options (their ``repr``) when the result keeps them.
+convergence_reason, num_iterations, seconds, restarts, warnings, start, redraws)
+and Pareto k-hat. The fit's options are not stored (:class:`advi.ADVIResult` does not keep
+them).
 
 :func:`load` rebuilds the target from the model and its data with :func:`advi.from_numpyro`
 (the full data: minibatching, which only changes the ELBO's gradient, is not restored) and
@@ -60,7 +61,7 @@ def save(result: ADVIResult, path: str | os.PathLike) -> None:
     """
     from . import __version__  # here: advi/__init__ imports advi.io before setting it
 
-    khat, options = result.pareto_khat, getattr(result, "options", None)
+    khat = result.pareto_khat
     header = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "version": __version__,
         "family": result.approximation.family.name, "dim": int(result.approximation.target.dim),
@@ -69,7 +70,6 @@ def save(result: ADVIResult, path: str | os.PathLike) -> None:
         **{name: getattr(result, name) for name in SCALARS},
         "restarts": [list(r) for r in result.restarts], "warnings": list(result.warnings),
         "pareto_khat": None if khat is None else float(khat),
-        "options": None if options is None else repr(options),
     }
     arrays: dict[str, Any] = {f"params.{k}": np.asarray(v)
                               for k, v in result.params._asdict().items()}
