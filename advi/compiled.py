@@ -46,7 +46,7 @@ from .algorithm import Algorithm, algorithm
 from .checks import scaled_gradient_fn
 from .elbo import elbo_estimate
 from .families import Family
-from .laplace import LogDensityFunctions, log_density_functions
+from .laplace import CURVATURE_PROBES, LogDensityFunctions, log_density_functions
 from .multistart import EXTRA_STARTS, multistart_laplace
 from .precision import log_p_spacing, start_resolution
 from .step import ADVIState, fresh_state
@@ -67,7 +67,8 @@ class StartInfo(NamedTuple):
     ``steps`` (L-BFGS iterations of every start, 0 without), ``grad_norm`` (||grad log p||
     there), what the extra starts found (:class:`advi.multistart.MultiStart`'s ``note`` and
     ``warn``), ``scaled``: the Laplace start also set q's scales from the Hessian (False
-    above :data:`advi.laplace.HESSIAN_MAX_DIM`, where only the means move to the mode), and
+    above :data:`advi.laplace.HESSIAN_MAX_DIM`, where the means move to the mode and the
+    scales start at one common value, :func:`advi.laplace.common_scale`), and
     ``resolution``: float32's spacing at the start's mode in Laplace sds
     (:func:`advi.precision.start_resolution`; 0 without a mode), and
     ``log_p_spacing``: float32's spacing of log p there, nats
@@ -238,9 +239,11 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
     laplace = None
     if o.laplace:
         fns, keyed = _laplace_functions(target), (batch_key, data)
+        probes = jax.ShapeDtypeStruct((CURVATURE_PROBES, target.dim), params.mu.dtype)
         laplace = LogDensityFunctions(
             _aot(fns.value_and_grad, params.mu, keyed),
-            None if fns.precision is None else _aot(fns.precision, params.mu, keyed))
+            None if fns.precision is None else _aot(fns.precision, params.mu, keyed),
+            None if fns.diagonal is None else _aot(fns.diagonal, params.mu, probes, keyed))
     start = (_aot(initialise, key), _aot(jax.jit(_make_begin(optimizer)), params), laplace)
     alg = algorithm(target, family=o.family, optimizer=optimizer,
                     grad_samples=o.grad_samples, precondition=o.precondition, init=o.init)

@@ -367,7 +367,8 @@ def _run(compiled: CompiledADVI, state0: ADVIState, eta: float, o: Options, *,
     chunk_len = math.gcd(o.eval_elbo, checkpoint_every)
     rule: StoppingRule
     if o.stop == "rhat":
-        rule, policy = robust.StationarityRule(chunk_len, burn_in, o.max_iter), robust.POLICY
+        rule = robust.StationarityRule(chunk_len, burn_in, o.max_iter, o.tol_rel_obj)
+        policy = robust.POLICY
     else:
         rule, policy = RelativeELBORule(compiled, elbo_key, state0, tol_rel_obj=o.tol_rel_obj,
                                         eval_elbo=o.eval_elbo, max_iter=o.max_iter), STAN_POLICY

@@ -25,18 +25,29 @@ coordinate is below MODE_SD_TOL / 10 there. The first stage is whitened too: unw
 ill-conditioned, badly scaled regression spends the stage's whole step cap; whitened, a few
 steps (measurements: benchmarks/README.md, "Measurements behind the library's defaults").
 The Hessian is formed exactly (reverse-over-reverse autodiff) for K <= ``hessian_max_dim``;
-above that the scales stay at 1 (omega = 0), there is one stage, and only the mean moves to
-the mode. The start is refused (``ok`` False, and the caller falls
-back to its usual start) when -H is not positive definite, or when the Newton step (-H)^-1
-grad is larger than :data:`MODE_SD_TOL` Laplace standard deviations (sqrt((-H)^-1_kk))
-along some coordinate (scale-free, unlike a raw gradient norm). A mode that runs off to a
-boundary, as in a hierarchical funnel where the density grows without bound as a scale goes
-to 0, fails both. Above ``hessian_max_dim`` the test is ||grad|| <= GRAD_RTOL max(1, |log
-p|).
+above that the second stage is whitened by one common scale (below) and stops when every
+gradient coordinate times that scale is below MODE_SD_TOL / 10 (the first stage's relative
+gradient test alone stopped L-BFGS far short of the mode in 10,000 dimensions: 20 steps
+and 150,000 nats below it on E5's mixture), and every coordinate of q starts at that
+scale, 1 / sqrt(median_k d_k), where d is Hutchinson's (1990) estimate of the
+diagonal of -H from :data:`CURVATURE_PROBES` Rademacher probes, d = mean_p v_p * (-H v_p)
+(Hessian-vector products, forward over reverse autodiff; Bekas, Kokiopoulou & Saad 2007):
+each d_k alone is too noisy to scale its coordinate by (the off-diagonal curvature of a
+factorisation swamps it), but their median places q's scales at the posterior's typical
+one, where the scales of 1 used before are 30 times too wide on E3 and cost thousands of
+iterations (benchmarks/README.md, "Measurements behind the library's defaults"). Where the
+median is not positive and finite the scales stay at 1 (omega = 0). The start is refused
+(``ok`` False, and the caller falls back to its usual start) when -H is not positive
+definite, or when the Newton step (-H)^-1 grad is larger than :data:`MODE_SD_TOL` Laplace
+standard deviations (sqrt((-H)^-1_kk)) along some coordinate (scale-free, unlike a raw
+gradient norm). A mode that runs off to a boundary, as in a hierarchical funnel where the
+density grows without bound as a scale goes to 0, fails both. Above ``hessian_max_dim``
+the test is ||grad|| <= GRAD_RTOL max(1, |log p|).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -62,6 +73,10 @@ GRAD_RTOL = 1e-3
 
 LAPLACE_STAGES = 2
 """L-BFGS runs, each after the first whitened by the curvature where the last ended."""
+
+CURVATURE_PROBES = 8
+"""Rademacher probes of the common start scale above ``hessian_max_dim`` (Hessian-vector
+products, each about two gradients)."""
 
 MODE_SD_TOL = 0.1
 """The mode is accepted when the Newton step |((-H)^-1 g)_k| is below this many Laplace
@@ -98,11 +113,15 @@ class LogDensityFunctions(NamedTuple):
 
     Attributes:
         value_and_grad: ``(zeta (K,), data) -> (log p (), grad (K,))``.
-        precision: ``(zeta (K,), data) -> -Hessian (K, K)``, or None (no curvature used).
+        precision: ``(zeta (K,), data) -> -Hessian (K, K)``, or None (no Hessian formed).
+        diagonal: ``(zeta (K,), probes (P, K), data) -> (K,)``, Hutchinson's estimate of the
+            diagonal of -H from the probes (rows of +-1), where ``precision`` is None; else
+            None.
     """
 
     value_and_grad: Callable[[ArrayLike, Any], tuple[Array, Array]]
     precision: Callable[[ArrayLike, Any], Array] | None
+    diagonal: Callable[[ArrayLike, ArrayLike, Any], Array] | None = None
 
 
 def log_density_functions(log_density: Callable[[Array, Any], Array], dim: int,
@@ -110,15 +129,42 @@ def log_density_functions(log_density: Callable[[Array, Any], Array], dim: int,
     """Jitted :class:`LogDensityFunctions` of ``log_density(zeta, data) -> ()`` (not yet
     compiled: the first call, or ``.lower(...).compile()``, compiles them)."""
     value_and_grad = jax.jit(jax.value_and_grad(log_density))
-    precision = None
-    if dim <= hessian_max_dim:
-        # reverse mode over the jitted gradient: -H = -d(grad)/d(zeta), the model traced
-        # once for both functions; faster per call than forward mode over the same gradient
-        # (jax.hessian's jacfwd(jacrev)): benchmarks/README.md, "Measurements behind the
-        # library's defaults"
-        precision = jax.jit(lambda zeta, data: -jax.jacrev(
-            lambda z: value_and_grad(z, data)[1])(zeta))
+    if dim > hessian_max_dim:
+        return LogDensityFunctions(value_and_grad, None, jax.jit(_hutchinson(value_and_grad)))
+    # reverse mode over the jitted gradient: -H = -d(grad)/d(zeta), the model traced once for
+    # both functions; faster per call than forward mode over the same gradient (jax.hessian's
+    # jacfwd(jacrev)): benchmarks/README.md, "Measurements behind the library's defaults"
+    precision = jax.jit(lambda zeta, data: -jax.jacrev(
+        lambda z: value_and_grad(z, data)[1])(zeta))
     return LogDensityFunctions(value_and_grad, precision)
+
+
+def _hutchinson(value_and_grad: Callable) -> Callable:
+    """``(zeta, probes, data) -> mean_p v_p * (-H v_p)`` (one probe at a time, so that memory
+    stays that of one gradient's forward-over-reverse pass)."""
+
+    def diagonal(zeta: Array, probes: Array, data: Any) -> Array:
+        def one(v: Array) -> Array:
+            hv = jax.jvp(lambda z: value_and_grad(z, data)[1], (zeta,), (v,))[1]
+            return -v * hv
+
+        return jax.numpy.mean(jax.lax.map(one, probes), axis=0)
+
+    return diagonal
+
+
+def common_scale(fns: LogDensityFunctions, mode: np.ndarray, data: Any, dtype: Any,
+                 probes: int = CURVATURE_PROBES) -> float:
+    """The common start scale of the module docstring, 1 / sqrt(median_k d_k) (a float, in
+    zeta units), or 1.0 where ``fns.diagonal`` is None or the median is not positive and
+    finite. The probes are drawn from a fixed seed: the same mode gives the same scale."""
+    if fns.diagonal is None:
+        return 1.0
+    signs = np.random.default_rng(0).integers(0, 2, size=(probes, mode.size))
+    d = np.asarray(fns.diagonal(_cast(mode, dtype), _cast(2 * signs - 1, dtype), data),
+                   np.float64)
+    median = float(np.median(d))
+    return 1 / math.sqrt(median) if math.isfinite(median) and median > 0 else 1.0
 
 
 def find_mode(
@@ -205,18 +251,20 @@ def _times_transpose(whiten: np.ndarray, g: np.ndarray) -> np.ndarray:
 
 
 def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: Any,
-                 max_steps: int) -> tuple[np.ndarray, np.ndarray | None, int]:
-    """The stages of the module docstring: (mode (K,), -H there or None, total steps)."""
+                 max_steps: int) -> tuple[np.ndarray, np.ndarray | None, float, int]:
+    """The stages of the module docstring: (mode (K,), -H there or None, the common scale
+    (1.0 where there is a Hessian or no diagonal estimate), total steps)."""
     value_and_grad = _host(fns.value_and_grad, data, dtype)
-    zeta, precision, steps = np.asarray(zeta0, np.float64), None, 0
-    stages = LAPLACE_STAGES if fns.precision is not None else 1
+    zeta, precision, scale, steps = np.asarray(zeta0, np.float64), None, 1.0, 0
+    stages = LAPLACE_STAGES if fns.precision is not None or fns.diagonal is not None else 1
     if fns.precision is not None:  # the first stage too, where the curvature is definite
         precision = np.asarray(fns.precision(_cast(zeta, dtype), data), np.float64)
         precision = 0.5 * (precision + precision.T)
         if not _whitening(precision, zeta.size)[1]:
             precision = None
     for stage in range(stages):
-        whiten, _ = _whitening(precision, zeta.size)
+        whiten = (_whitening(precision, zeta.size)[0] if fns.diagonal is None
+                  else np.full(zeta.size, scale))
 
         def whitened(u: np.ndarray, base: np.ndarray = zeta, whiten: np.ndarray = whiten
                      ) -> Any:
@@ -230,7 +278,9 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
         if fns.precision is not None:
             precision = np.asarray(fns.precision(_cast(zeta, dtype), data), np.float64)
             precision = 0.5 * (precision + precision.T)
-    return zeta, precision, steps
+        elif fns.diagonal is not None:
+            scale = common_scale(fns, zeta, data, dtype)
+    return zeta, precision, scale, steps
 
 
 def _newton_sd(precision: np.ndarray, grad: np.ndarray) -> tuple[bool, np.ndarray]:
@@ -254,7 +304,8 @@ def laplace_start(
     """The Laplace start of the module docstring (runs on the host; not jit-compatible).
 
     Args:
-        fns: the target's :func:`log_density_functions` (``precision`` None: mean only).
+        fns: the target's :func:`log_density_functions` (``precision`` None: the common
+            scale from ``diagonal``, or 1 without it).
         family: the variational family whose parameters to build.
         zeta0: (K,) float, where L-BFGS starts; its dtype is the parameters' dtype.
         data: the second argument of ``fns``' functions (the model's arrays).
@@ -264,7 +315,8 @@ def laplace_start(
         :class:`LaplaceStart`.
     """
     dtype = np.asarray(zeta0).dtype  # jnp.result_type would read this thread's x64 flag
-    mode, precision, steps = _staged_mode(fns, np.asarray(zeta0), data, dtype, max_steps)
+    mode, precision, common, steps = _staged_mode(fns, np.asarray(zeta0), data, dtype,
+                                                  max_steps)
     value, grad = (np.asarray(a, np.float64)
                    for a in fns.value_and_grad(_cast(mode, dtype), data))
     grad_norm = float(np.linalg.norm(grad))
@@ -274,6 +326,8 @@ def laplace_start(
     if precision is None:
         ok = bool(np.all(np.isfinite(grad))
                   and grad_norm <= GRAD_RTOL * max(1.0, abs(float(value))))
+        if ok:
+            sd = np.full(dim, common)
     else:
         definite, newton_sd = _newton_sd(precision, grad)
         newton = float(np.max(newton_sd)) if np.all(np.isfinite(newton_sd)) else np.inf

@@ -57,7 +57,9 @@ class Options:
         elbo_samples: draws per ELBO estimate (Stan: 100).
         eta: step-size scale > 0, or None to run Stan's search over 100, 10, 1, 0.1, 0.01.
         adapt_iter: iterations per eta in that search (Stan: 50).
-        tol_rel_obj: relative-ELBO tolerance > 0 (Stan: 0.01).
+        tol_rel_obj: relative-ELBO tolerance > 0 (Stan: 0.01); with ``stop="rhat"`` the
+            ELBO's relative gain across the stationarity window below which the run has
+            settled (:func:`advi.stationarity.elbo_gain`; robust preset: 0.001).
         eval_elbo: iterations between ELBO estimates, or between stationarity checks.
         max_iter: the iteration cap.
         minibatch_size: B >= 1 (paper Section 2.6), or None for all the data.

@@ -1,7 +1,7 @@
 """The presets of :func:`advi.fit`: named, frozen :class:`advi.Options` values.
 
 ``"stan"`` is ``Options()``, whose defaults (:mod:`advi.options`) are Stan's; ``"robust"``
-overrides eight of them, here and nowhere else.
+overrides nine of them, here and nowhere else.
 
 ``"stan"`` is Stan's ADVI (``stan/variational/advi.hpp``, CmdStan's defaults) and the
 paper's algorithm: random initial mean, unit scales, Stan's step-size sequence with the eta
@@ -21,9 +21,10 @@ to say when it got there:
   optax's 0.999 (1,000), because with 0.999 the step sizes keep drifting through the first
   stationarity windows and the stop comes later at the same accuracy
   (measurements: benchmarks/README.md, "Measurements behind the library's defaults");
-- stop: split R-hat of the iterates over the second half of the run below 1.1, then the
-  iterate average over that window (:mod:`advi.stationarity`; Dhaka et al. 2020,
-  Welandawe et al. 2022), instead of the relative-ELBO rule;
+- stop: split R-hat of the iterates over the second half of the run below 1.1, or the
+  ELBO's gain across that window (the last doubling of the run) below ``tol_rel_obj`` =
+  0.001 of its size, then the iterate average over the window (:mod:`advi.stationarity`;
+  Dhaka et al. 2020, Welandawe et al. 2022), instead of Stan's relative-ELBO rule;
 - precision: float32, refitted in float64 where float32 cannot resolve q at the Laplace
   start's mode (``dtype="auto"``, :mod:`advi.precision`: unstandardised data such as a
   mean of 1e6 with sd 0.1);
@@ -52,7 +53,8 @@ defaults")."""
 PRESETS: Mapping[str, Options] = MappingProxyType({
     "stan": Options(),
     "robust": Options(grad_samples=None, eta=0.1, eval_elbo=50, optimizer="adam(b2=0.99)",
-                      start="laplace", stop="rhat", precondition=True, dtype="auto"),
+                      start="laplace", stop="rhat", tol_rel_obj=0.001, precondition=True,
+                      dtype="auto"),
 })
 """Read-only: preset name -> its :class:`advi.Options` (frozen)."""
 

@@ -9,8 +9,12 @@ scales: no transient to discard; where the mean-field optimum is elsewhere, spli
 the drift between the window's first and last quarters and waits), rounded down to a
 multiple of :data:`advi.stationarity.RHAT_SPLITS`; the run stops when split R-hat over that
 window is below :data:`advi.stationarity.RHAT_THRESHOLD` for 95% of the monitored quantities
-(each mean and log standard deviation of q; :data:`advi.stationarity.RHAT_QUANTILE`), and
-returns the average of the iterates over the window. Non-finite draws beyond the redraw
+(each mean and log standard deviation of q; :data:`advi.stationarity.RHAT_QUANTILE`), or
+when the ELBO has settled: its gain across the window, the last doubling of the run, is
+below ``tol_rel_obj`` of its size with 95% confidence (:func:`advi.stationarity.elbo_gain`,
+a test whose power does not fall with K, where R-hat's 2K quantities of a 25,000-dimensional
+factorisation keep drifting long after its predictions have settled); either way it returns
+the average of the iterates over the window. Non-finite draws beyond the redraw
 budget restart the run from the current average with eta / 10, and a fresh trace whose first
 half is discarded. :class:`StationarityRule` is this stopping rule, run by
 :func:`advi.driver.drive`; :data:`POLICY` its restart policy.
@@ -27,7 +31,7 @@ from jax import Array
 
 from .compiled import ChunkMoments
 from .driver import RestartPolicy, Row, Verdict
-from .stationarity import split_rhat, stationary, window_chunks
+from .stationarity import elbo_gain, settled, split_rhat, stationary, window_chunks
 from .step import ADVIState
 
 SMALLEST_ETA = 1e-4
@@ -42,11 +46,13 @@ class _Trace:
         self.params: list[Any] = []
         self.stat: list[np.ndarray] = []
         self.stat_sq: list[np.ndarray] = []
+        self.elbo: list[float] = []
 
-    def add(self, m: ChunkMoments) -> None:
+    def add(self, m: ChunkMoments, elbo: float) -> None:
         self.params.append(jax.tree.map(np.asarray, m.params))
         self.stat.append(np.asarray(m.stat))
         self.stat_sq.append(np.asarray(m.stat_sq))
+        self.elbo.append(elbo)
 
     def window(self) -> int:
         """Chunks in the current window (0 before the first check)."""
@@ -59,6 +65,11 @@ class _Trace:
             return False, math.nan
         stat, stat_sq = np.stack(self.stat[-size:]), np.stack(self.stat_sq[-size:])
         return stationary(split_rhat(stat, stat_sq, chunk_len))
+
+    def gain(self) -> tuple[float, float]:
+        """:func:`advi.stationarity.elbo_gain` over the window; (nan, nan) before it."""
+        size = self.window()
+        return elbo_gain(np.asarray(self.elbo[-size:])) if size else (math.nan, math.nan)
 
     def average(self, chunk_len: int) -> Any:
         """The iterate average over the window (the last chunk when the window is empty)."""
@@ -87,29 +98,37 @@ class StationarityRule:
         chunk_len: iterations per chunk (the moments are sums over that many).
         burn_in: False after an accepted Laplace start with its Hessian (the window is the
             whole trace); True otherwise, also after a Laplace start above
-            :data:`advi.laplace.HESSIAN_MAX_DIM`, whose scales are all 1: q's log scales
-            then travel from 0 to theirs, a transient to discard like a random start's.
+            :data:`advi.laplace.HESSIAN_MAX_DIM`, whose scales start at one common value
+            (:func:`advi.laplace.common_scale`): q's log scales then travel from it to
+            theirs, a transient to discard like a random start's.
         max_iter: as in :func:`advi.fit`, for the warning when it is reached.
+        tol_rel_obj: the ELBO's relative gain across the window below which the run has
+            settled (:func:`advi.stationarity.settled`).
     """
 
     moments = True
     reports_rhat = True
     fallback_text = "the average of the iterates"
 
-    def __init__(self, chunk_len: int, burn_in: bool, max_iter: int) -> None:
+    def __init__(self, chunk_len: int, burn_in: bool, max_iter: int,
+                 tol_rel_obj: float) -> None:
         self.chunk_len, self.trace, self.last_it = chunk_len, _Trace(burn_in), 0
+        self.tol_rel_obj = tol_rel_obj
         self.max_iter_note = (f"max_iter={max_iter} reached before the iterates were "
-                              "stationary (split R-hat < 1.1); the result is the average of "
-                              "the last window")
+                              "stationary (split R-hat < 1.1) or the ELBO settled; the "
+                              "result is the average of the last window")
 
     def observe(self, state: ADVIState, moments: ChunkMoments) -> Verdict:
         """Add the chunk to the trace and test the window."""
         it = int(state.iteration)
         steps, self.last_it = it - self.last_it, it
-        self.trace.add(moments)
+        elbo = float(moments.elbo) / max(steps, 1)
+        self.trace.add(moments, elbo)
         converged, rhat = self.trace.rhat(self.chunk_len)
-        return Verdict(row=Row(float(moments.elbo) / max(steps, 1), rhat=rhat),
-                       reason="rhat" if converged else None)
+        reason = "rhat" if converged else None
+        if reason is None and settled(*self.trace.gain(), self.tol_rel_obj):
+            reason = "elbo settled"
+        return Verdict(row=Row(elbo, rhat=rhat), reason=reason)
 
     def estimate(self, state: ADVIState) -> Any:
         return self.trace.average(self.chunk_len)

@@ -79,6 +79,49 @@ def split_rhat(sums: np.ndarray, sumsqs: np.ndarray, chunk_len: int,
     return np.where(within > 0, rhat, 1.0)
 
 
+def elbo_gain(rows: np.ndarray, splits: int = RHAT_SPLITS) -> tuple[float, float]:
+    """The ELBO's gain across a window, relative to its size, and the gain's standard error.
+
+    In many dimensions the iterates of an ill-conditioned posterior (a factorisation's 25,000
+    means and scales) keep drifting long after the fit's predictions have settled, so that
+    split R-hat stays far above :data:`RHAT_THRESHOLD` for tens of thousands of iterations.
+    The ELBO is one number whatever K: while the fit still improves, the mean ELBO of the
+    window's last piece is above that of its first. The window is the second half of the
+    run, so the gain is that of the last doubling of the run's length: a gain of ``g`` says
+    that running twice as long bought about ``g`` (relative) and would buy about that again.
+
+    Args:
+        rows: (J,) float, the window's per-chunk mean ELBO (nats); J a positive multiple of
+            ``splits``.
+        splits: pieces the window is cut into.
+
+    Returns:
+        ``(gain, se)``: (mean of the last piece - mean of the first) / |mean of the window|,
+        and its standard error from the chunks' spread within the two pieces (relative
+        too); (nan, nan) where the mean is 0 or not finite.
+
+    Raises:
+        ValueError: when J is not a positive multiple of ``splits``.
+    """
+    rows = np.asarray(rows, np.float64)
+    if rows.size < splits or rows.size % splits:
+        raise ValueError(f"{rows.size} chunks cannot be split into {splits} equal pieces")
+    pieces = rows.reshape(splits, -1)
+    scale = abs(float(rows.mean()))
+    if not (np.isfinite(scale) and scale > 0):
+        return np.nan, np.nan
+    n = pieces.shape[1]
+    spread = (pieces[0].var(ddof=1) + pieces[-1].var(ddof=1)) / n if n > 1 else np.inf
+    return float(pieces[-1].mean() - pieces[0].mean()) / scale, float(np.sqrt(spread)) / scale
+
+
+def settled(gain: float, se: float, tol: float) -> bool:
+    """Whether the ELBO has settled: the upper end of the gain's 95% interval (gain + 2 se)
+    is below ``tol``, so that a noisy window (few chunks, a small ELBO) does not pass by
+    chance while the fit still climbs."""
+    return bool(np.isfinite(gain) and np.isfinite(se) and gain + 2 * se < tol)
+
+
 def stationary(rhat: np.ndarray, quantile: float = RHAT_QUANTILE,
                threshold: float = RHAT_THRESHOLD) -> tuple[bool, float]:
     """``(stationary, statistic)``: the ``quantile`` of the R-hats and whether it is below

@@ -5,6 +5,7 @@ import tracemalloc
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import advi
 
@@ -69,15 +70,34 @@ def test_a_funnel_has_no_usable_mode():
     assert not start.ok
 
 
-def test_above_hessian_max_dim_only_the_mean_moves():
-    scales = np.array([1.0, 2.0, 0.5, 3.0])
+def test_above_hessian_max_dim_the_mean_moves_and_every_scale_is_the_common_one():
+    scales = np.array([1.0, 2.0, 0.5, 3.0, 0.25])
     log_density, data, mean, *_ = _gaussian(scales, 0.3, seed=2)
     fns = advi.log_density_functions(log_density, scales.size, hessian_max_dim=2)
-    assert fns.precision is None
+    assert fns.precision is None and fns.diagonal is not None
     start = advi.laplace_start(fns, advi.MEANFIELD, jnp.zeros(scales.size), data)
     assert start.ok
     np.testing.assert_allclose(np.asarray(start.params.mu), mean, atol=0.05)
-    assert np.all(np.asarray(start.params.omega) == 0)
+    omega = np.asarray(start.params.omega)
+    assert np.all(omega == omega[0])
+    expected = advi.laplace.common_scale(fns, np.asarray(start.params.mu), data, np.float32)
+    np.testing.assert_allclose(np.exp(omega[0]), expected, rtol=1e-5)
+
+
+def test_the_common_scale_of_an_independent_gaussian_is_its_median_sd():
+    # -H is diagonal: each probe's v * (-H v) is the diagonal itself (v_k^2 = 1), so
+    # Hutchinson's estimate is exact and the scale is 1 / sqrt(median precision)
+    sd = np.array([0.01, 0.1, 1.0, 10.0, 100.0])
+    fns = advi.log_density_functions(
+        lambda z, s: -0.5 * jnp.sum((z / s) ** 2), sd.size, hessian_max_dim=2)
+    scale = advi.laplace.common_scale(fns, np.zeros(sd.size), jnp.asarray(sd, jnp.float32),
+                                      np.float32)
+    assert scale == pytest.approx(1.0, rel=1e-5)
+
+
+def test_the_common_scale_falls_back_to_1_without_positive_curvature():
+    fns = advi.log_density_functions(lambda z, c: jnp.sum(z**2) * c, 3, hessian_max_dim=2)
+    assert advi.laplace.common_scale(fns, np.zeros(3), 1.0, np.float32) == 1.0
 
 
 def test_a_large_latent_space_needs_no_k_by_k_matrix():

@@ -101,7 +101,7 @@ def test_robust_reaches_the_exact_posterior_at_any_scale(scale, dtype):
     mean, sd = exact(y)
     result = robust_fit(y)
     assert result.params.mu.dtype == np.dtype(dtype)
-    assert result.convergence_reason == "rhat"
+    assert result.converged and result.convergence_reason in ("rhat", "elbo settled")
     assert abs(float(result.params.mu[0]) - mean) / sd < 0.1
     assert ("float64" in result.start) == (dtype == "float64")
     assert jnp.result_type(float) == jnp.float32  # the process's setting is untouched

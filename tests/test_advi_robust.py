@@ -51,7 +51,8 @@ def test_robust_recovers_ill_conditioned_posterior_means_where_stan_does_not():
     # of omega low (by about the variance of its iterates): 10-20% here
     ratio = np.exp(np.asarray(result.params.omega)) / meanfield_sd
     assert np.all((ratio > 0.75) & (ratio < 1.05))
-    assert result.convergence_reason == "rhat" and result.converged
+    # stopped by its own rule: the iterates' R-hat, or the ELBO settled across the window
+    assert result.converged and result.convergence_reason in ("rhat", "elbo settled")
     assert result.start.startswith("laplace")
 
 
@@ -257,19 +258,19 @@ def test_redrawn_draws_are_counted(preset):
     assert finite.redraws == 0
 
 
-def test_robust_discards_the_scales_transient_above_the_hessian_limit():
-    """Above HESSIAN_MAX_DIM the Laplace start moves only the means (every scale 1): q's log
-    scales then travel from 0 to theirs, a transient that the window must leave out. An
-    independent Gaussian with sds 0.01-0.03, stopped by max_iter = 2,000 before the
-    iterates pass the R-hat test: averaged over the whole trace the log sds were 0.31 off
-    (median) and the means 0.11 sd; over its second half 0.025 and 0.02."""
+def test_above_the_hessian_limit_the_fit_starts_at_the_common_scale_and_stops_by_itself():
+    """Above HESSIAN_MAX_DIM the Laplace start moves the means to the mode and sets every
+    scale to the common curvature scale (advi.laplace.common_scale); the fit then stops by
+    its own rule, not by max_iter, at the mean-field optimum of an independent Gaussian
+    with sds 0.01-0.03 (whose optimum is the posterior itself)."""
     dim = advi.laplace.HESSIAN_MAX_DIM + 1
     sd = jnp.asarray(np.linspace(0.01, 0.03, dim), jnp.float32)
     mean = jnp.asarray(np.linspace(-1.0, 1.0, dim), jnp.float32)
     target = advi.from_log_density(lambda z: -0.5 * jnp.sum(((z - mean) / sd) ** 2), dim)
-    with pytest.warns(RuntimeWarning, match="max_iter=2000 reached"):
-        result = advi.fit(target, rng_key=KEY, preset="robust", khat_samples=0, max_iter=2000)
-    assert result.start.startswith("laplace") and result.convergence_reason == "max_iter"
+    result = advi.fit(target, rng_key=KEY, preset="robust", khat_samples=0, max_iter=5000)
+    assert result.start.startswith("laplace")
+    assert result.converged and result.convergence_reason in ("rhat", "elbo settled")
+    assert result.num_iterations < 5000
     log_ratio = np.asarray(result.params.omega) - np.log(np.asarray(sd))
     assert np.median(np.abs(log_ratio)) < 0.1
     mean_error = np.abs(np.asarray(result.params.mu) - np.asarray(mean)) / np.asarray(sd)

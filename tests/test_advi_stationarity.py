@@ -3,7 +3,15 @@
 import numpy as np
 import pytest
 
-from advi.stationarity import MIN_WINDOW_CHUNKS, RHAT_SPLITS, split_rhat, stationary, window_chunks
+from advi.stationarity import (
+    MIN_WINDOW_CHUNKS,
+    RHAT_SPLITS,
+    elbo_gain,
+    settled,
+    split_rhat,
+    stationary,
+    window_chunks,
+)
 
 
 def _moments(trace: np.ndarray, chunk_len: int) -> tuple[np.ndarray, np.ndarray]:
@@ -39,3 +47,35 @@ def test_the_window_is_the_second_half_after_a_burn_in_else_the_whole_trace(
         chunks, burn_in, window):
     assert window_chunks(chunks, burn_in) == window
     assert window % RHAT_SPLITS == 0
+
+
+def test_elbo_gain_is_the_last_pieces_rise_over_the_first_relative_to_the_window():
+    rng = np.random.default_rng(1)
+    rising = -1000.0 + np.linspace(0.0, 8.0, 40) + rng.normal(scale=0.5, size=40)
+    gain, se = elbo_gain(rising)
+    pieces = rising.reshape(RHAT_SPLITS, -1)
+    expected = (pieces[-1].mean() - pieces[0].mean()) / abs(rising.mean())
+    assert gain == pytest.approx(expected)
+    # the chunks' spread within the two pieces (drift and noise), over 10 chunks each
+    spread = np.sqrt((pieces[0].var(ddof=1) + pieces[-1].var(ddof=1)) / 10)
+    assert se == pytest.approx(spread / abs(rising.mean()))
+    assert gain == pytest.approx(6.0 / 1000, rel=0.2)  # about 3/4 of the 8-nat climb
+    assert settled(gain, se, tol=0.01) and not settled(gain, se, tol=0.001)
+
+
+def test_a_flat_elbo_settles_and_a_noisy_short_window_does_not():
+    rng = np.random.default_rng(2)
+    flat = -500.0 + rng.normal(scale=0.1, size=40)
+    assert settled(*elbo_gain(flat), tol=1e-3)
+    # one chunk per piece: no spread to judge the noise by, so never settled
+    assert not settled(*elbo_gain(flat[:4]), tol=1e-3)
+    # the same climb buried in noise 100 times larger: its upper bound stays above tol
+    noisy = -500.0 + np.linspace(0, 0.2, 40) + rng.normal(scale=10.0, size=40)
+    assert not settled(*elbo_gain(noisy), tol=1e-3)
+
+
+def test_elbo_gain_refuses_a_window_it_cannot_split_and_a_zero_elbo():
+    with pytest.raises(ValueError, match="6 chunks cannot be split into 4"):
+        elbo_gain(np.zeros(6))
+    gain, se = elbo_gain(np.zeros(8))
+    assert np.isnan(gain) and not settled(gain, se, tol=1.0)
