@@ -11,8 +11,15 @@ per-coordinate scaling (Adam) is needed. Along the gradient in those coordinates
 
 so the diagonal of L' is L_kk exp(eta u_kk): it keeps its sign and cannot reach 0 (a
 log-parameterised diagonal; eta u_kk is clipped to +-:data:`MAX_LOG_DIAG_STEP`, so that
-neither can exp overflow or underflow far from the optimum). The fixed points are those
-of the plain gradient (L is invertible). This is a natural-gradient step (Amari 1998) in
+neither can exp overflow or underflow far from the optimum). The rest of the step, the mean's
+eta u_a and L's strictly lower eta u_B, is a trust region: scaled down, as one vector, to a
+norm of at most :data:`MAX_WHITENED_STEP` (in q's own standard deviations: the KL divergence
+of q' from q is 1/2 ||a||^2 + O(||B - I||^2)). Near the optimum the steps are far inside it;
+far from it (a random start, L = I, on a posterior whose sds are 1e-3: the whitened gradient
+L^T grad log p reaches 1e5-1e8) an unbounded step sent mu and L to non-finite values in
+one iteration, at every eta down to the robust preset's smallest, where mean-field's Adam
+steps (bounded by construction) fit. The fixed points are those of the plain gradient (L
+is invertible). This is a natural-gradient step (Amari 1998) in
 the cheapest exact form: the frame moves with q, and the Laplace start
 (L = cholesky((-H)^-1), :mod:`advi.laplace`) begins already whitened.
 
@@ -32,12 +39,18 @@ import warnings
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
+from jax.typing import ArrayLike
 
 from .families import FullRankParams
 from .result import ADVIError, ADVIResult
 
 MAX_LOG_DIAG_STEP = 1.0
 """The most one step may change log L_kk: L's diagonal moves by at most a factor e."""
+
+MAX_WHITENED_STEP = 1.0
+"""The largest norm of one step's mean and off-diagonal part, (eta u_a, strict_tril(eta u_B)),
+in q's own standard deviations (whitened coordinates): a trust region that only binds far
+from the optimum, where q is many of its sds away from the posterior."""
 
 
 def whitened_step(params: FullRankParams, grad: FullRankParams, eta: float | Array,
@@ -59,13 +72,37 @@ def whitened_step(params: FullRankParams, grad: FullRankParams, eta: float | Arr
         grad_samples: M, the draws averaged in ``grad``.
 
     Returns:
-        the new ``FullRankParams``; L stays lower triangular with the signs of its diagonal.
+        the new ``FullRankParams``; L stays lower triangular with the signs of its diagonal;
+        the step's mean and off-diagonal part lie in the trust region of
+        :func:`trust_region`.
     """
     eta = eta / (1.0 + (params.mu.shape[-1] + 1.0) / grad_samples)
     L = jnp.tril(params.L)
     log_diag = jnp.clip(eta * jnp.diagonal(grad.L), -MAX_LOG_DIAG_STEP, MAX_LOG_DIAG_STEP)
-    step = jnp.tril(eta * grad.L, -1) + jnp.diag(jnp.exp(log_diag))
-    return FullRankParams(params.mu + eta * (L @ grad.mu), L @ step)
+    shift, rotate = trust_region(eta * grad.mu, jnp.tril(eta * grad.L, -1))
+    step = rotate + jnp.diag(jnp.exp(log_diag))
+    return FullRankParams(params.mu + L @ shift, L @ step)
+
+
+def trust_region(shift: ArrayLike, rotate: ArrayLike) -> tuple[Array, Array]:
+    """``(shift, rotate)`` scaled by min(1, :data:`MAX_WHITENED_STEP` / ||(shift, rotate)||).
+
+    Args:
+        shift: (K,) the mean's step in whitened coordinates (q's sds), eta u_a.
+        rotate: (K, K) the strictly lower part of L's step, strict_tril(eta u_B).
+
+    Returns:
+        both, scaled by the same factor in (0, 1]; unchanged where the norm is within the
+        bound (non-finite ones stay non-finite, for the caller's check).
+    """
+    shift, rotate = jnp.asarray(shift), jnp.asarray(rotate)
+    # the norm as largest entry x the norm of the entries over it: squares of entries
+    # beyond 1e19 would overflow float32 and make the scale 0, a step that never moves
+    big = jnp.maximum(jnp.max(jnp.abs(shift)), jnp.max(jnp.abs(rotate), initial=0.0))
+    unit = jnp.where(big > 0, big, 1.0)
+    norm = big * jnp.sqrt(jnp.sum((shift / unit)**2) + jnp.sum((rotate / unit)**2))
+    scale = MAX_WHITENED_STEP / jnp.maximum(norm, MAX_WHITENED_STEP)
+    return shift * scale, rotate * scale
 
 
 def fullrank_problem(params: FullRankParams) -> str | None:

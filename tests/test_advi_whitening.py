@@ -12,8 +12,10 @@ import advi
 from advi.elbo import whitened_elbo_grad
 from advi.whitening import (
     MAX_LOG_DIAG_STEP,
+    MAX_WHITENED_STEP,
     checked_fullrank,
     fullrank_problem,
+    trust_region,
     whitened_step,
 )
 
@@ -63,6 +65,51 @@ def test_whitened_step_keeps_the_diagonal_positive_and_l_triangular():
     assert np.all(np.diagonal(L) > 0) and np.all(np.isfinite(L))
     assert np.all(np.triu(L, 1) == 0)
     assert np.allclose(np.diagonal(L), np.exp(-MAX_LOG_DIAG_STEP))
+
+
+def test_the_trust_region_bounds_far_steps_and_leaves_near_ones():
+    shift, rotate = jnp.array([3e6, -4e6]), jnp.array([[0.0, 0.0], [1e25, 0.0]])
+    far = trust_region(shift, rotate)
+    norm = np.sqrt(sum(np.sum(np.asarray(x, np.float64)**2) for x in far))
+    assert np.all(np.isfinite(far[0])) and np.isclose(norm, MAX_WHITENED_STEP, rtol=1e-5)
+    near = trust_region(jnp.array([0.3, -0.4]), 0.5 * rotate / 1e25)
+    assert np.array_equal(near[0], np.float32([0.3, -0.4])) and float(near[1][1, 0]) == 0.5
+
+
+def _polynomial_regression(X, y):
+    """y ~ N(a + X b, s), b ~ N(0, 1), a ~ Student-t(3, 0, 10), s ~ HalfNormal(1)."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    b = numpyro.sample("b", dist.Normal(0.0, 1.0).expand([X.shape[1]]).to_event(1))
+    a = numpyro.sample("a", dist.StudentT(3.0, 0.0, 10.0))
+    s = numpyro.sample("s", dist.HalfNormal(1.0))
+    numpyro.sample("y", dist.Normal(a + X @ b, s), obs=y)
+
+
+@pytest.mark.parametrize("options", [{}, {"start": "init", "dtype": None}])
+def test_robust_fullrank_fits_a_polynomial_regression_from_a_random_start(options):
+    # x, ..., x^5 on U(0, 3) in float32 (X^T X's condition number 4e7, like posteriordb's
+    # diamonds): at this seed float32's Hessian gives no usable Laplace start (6 seeds of
+    # 10), and from the random start (L = I, posterior sds ~1e-2) the unbounded whitened
+    # step sent q to non-finite values at iteration 0 at every eta down to 1e-4
+    # (ADVIError), where mean-field fits
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.0, 3.0, 2000)
+    X = np.stack([x**k for k in range(1, 6)], 1)
+    y = 1.0 + X @ (rng.normal(size=5) / X.std(0)) + 0.1 * rng.normal(size=x.size)
+    result = advi.fit(_polynomial_regression, X.astype(np.float32), y.astype(np.float32),
+                      rng_key=jax.random.PRNGKey(0), preset="robust", family="fullrank",
+                      khat_samples=0, **options)
+    assert result.start.startswith("init=random")
+    # the exact posterior of (a, b) given s = 0.1 (a's Student-t prior as N(0, 10^2))
+    Z = np.column_stack([np.ones(x.size), X])
+    precision = Z.T @ Z / 0.01 + np.diag([0.01] + [1.0] * 5)
+    mean = np.linalg.solve(precision, Z.T @ y / 0.01)
+    sd = np.sqrt(np.diag(np.linalg.inv(precision)))
+    off = np.abs(np.asarray(result.params.mu, np.float64)[:6] - mean) / sd
+    assert np.max(off) < 0.1, off
+    assert fullrank_problem(result.params) is None
 
 
 def test_robust_fullrank_recovers_an_ill_conditioned_gaussian_with_finite_draws():
