@@ -129,8 +129,9 @@ def _extra_modes(fns: LogDensityFunctions, start: LaplaceStart, family: Family, 
         init = rng.uniform(-2.0, 2.0, here.size)
 
         def whitened(u: np.ndarray, init: np.ndarray = init) -> Any:
-            value, grad = value_and_grad(init + scale @ u)
-            return value, scale.T @ np.asarray(grad, np.float64)
+            with np.errstate(all="ignore"):  # non-finite points end the search in find_mode
+                value, grad = value_and_grad(init + scale @ u)
+                return value, scale.T @ np.asarray(grad, np.float64)
 
         shift, converged, used = find_mode(whitened, np.zeros(here.size), EXTRA_START_STEPS)
         zeta = init + scale @ shift
