@@ -81,4 +81,3 @@ def test_laplace_starts_one_runs_the_first_start_only():
     assert ends == {True, False}
     with pytest.raises(ValueError, match="laplace_starts=0 must be an integer >= 1"):
         advi.fit(mixture, y, 0.7, rng_key=jax.random.PRNGKey(0), laplace_starts=0)
-
