@@ -67,6 +67,7 @@ def algorithm(
     grad_samples: int | None = 1,
     precondition: bool = False,
     init: str = "random",
+    with_elbo: bool = True,
 ) -> Algorithm:
     """ADVI for ``target`` as an :class:`Algorithm` of pure, jit-able functions.
 
@@ -80,6 +81,9 @@ def algorithm(
         precondition: mean-field: scale the mean's steps by q's standard deviations;
             full-rank: steps in the coordinates whitened by q (the robust preset's steps).
         init: the initial mean: "random" (N(0, I)), "zero" (Algorithm 1), "stan" (U(-2, 2)).
+        with_elbo: each step also estimates the ELBO from its draws (``StepInfo.elbo``);
+            False computes only the log density's gradient, which is cheaper where the
+            value needs work the gradient does not (:mod:`advi.elbo`), and ``elbo`` is None.
 
     Raises:
         ValueError: naming an invalid family, optimizer, grad_samples or init and the valid
@@ -100,7 +104,7 @@ def algorithm(
     def step_fn(state: ADVIState, rng_key: Array, eta: float | Array, data: Any
                 ) -> tuple[ADVIState, StepInfo]:
         return step(bare._replace(data=data), state, rng_key, eta, family=fam, optimizer=opt,
-                    grad_samples=draws, precondition=precondition)
+                    grad_samples=draws, precondition=precondition, with_elbo=with_elbo)
 
     def sample_fn(params: Any, rng_key: Array, num_samples: int) -> Array:
         return Approximation(fam, params, bare).sample_zeta(rng_key, num_samples)

@@ -13,8 +13,10 @@ fit. :meth:`CompiledADVI.setup` (the initial q and the Laplace start) then runs 
 - ``chunk(state, eta, key, salt, num_steps, data)``: any number of iterations at any eta
   (both run-time arguments), so the eta search, the main loop and restarts share one
   compilation; iteration k draws from ``fold_in(fold_in(key, salt), k)``, so results do not
-  depend on how the run is cut into chunks. With ``moments=True`` it also returns the
-  per-chunk moments of the iterates that :mod:`advi.stationarity` needs;
+  depend on how the run is cut into chunks. Its steps compute the log density's gradient
+  only (``with_elbo=False``, :mod:`advi.elbo`). With ``moments=True`` it also returns the
+  per-chunk moments of the iterates that :mod:`advi.stationarity` needs, and the ELBO at
+  their average from :data:`TRACE_ELBO_SAMPLES` draws that are the same for every chunk;
 - ``elbo(params, key, salt, data)``: Stan's ``elbo_samples``-draw ELBO and log weights;
   with the stationarity stop (the robust preset), whose loop needs no ELBO, it is compiled
   on first use only (Pareto k-hat's log weights, when asked for), not with the others.
@@ -31,6 +33,7 @@ shapes compiles nothing; across processes JAX's persistent compilation cache
 from __future__ import annotations
 
 import collections
+import logging
 import math
 from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
@@ -40,11 +43,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jax import Array
-from jax.typing import ArrayLike
 
 from .algorithm import Algorithm, algorithm
 from .checks import scaled_gradient_fn
-from .elbo import elbo_estimate
+from .elbo import ELBOEstimate, elbo_estimate
 from .families import Family
 from .laplace import CURVATURE_PROBES, LogDensityFunctions, log_density_functions
 from .multistart import EXTRA_STARTS, multistart_laplace
@@ -52,9 +54,23 @@ from .precision import log_p_spacing, start_resolution
 from .step import ADVIState, fresh_state
 from .target import Target
 
+logger = logging.getLogger("advi")
+
 MINIBATCH_ELBO_BATCH = 5
 """Draws evaluated at a time by the ELBO of a minibatched target (:func:`elbo_estimate`'s
 ``batch_size``; full-data targets evaluate all S draws at once)."""
+
+TRACE_ELBO_SAMPLES = 5
+"""Draws of the ELBO estimate at the end of each chunk of the robust preset's loop
+(:class:`ChunkMoments`), the same draws for every chunk of a fit (common random numbers),
+so that the difference between two chunks' estimates is the change of q, not the draws' noise
+(:func:`advi.stationarity.elbo_gain` compares them). At 5 per chunk of ``eval_elbo`` = 50
+iterations they cost a tenth of a log density per iteration, where an ELBO from each step's
+own draws cost one (measurements: benchmarks/README.md, "Measurements behind the library's
+defaults")."""
+
+TRACE_SALT = 0xFFFFFFFF
+"""Folded into the run's key for the chunk-end ELBO's draws (the steps' salts are small)."""
 
 CACHE_SIZE = 16
 """Configurations whose compiled functions are kept per process."""
@@ -91,7 +107,9 @@ class ChunkMoments(NamedTuple):
         params: pytree like the parameters, the sum of the iterates.
         stat: (2K,) sum of the monitored quantities (mu, log of q's standard deviations).
         stat_sq: (2K,) sum of their squares.
-        elbo: () sum of the M-draw ELBO estimates of the steps (nats).
+        elbo: () the ELBO at the average of the chunk's iterates from
+            :data:`TRACE_ELBO_SAMPLES` draws that are the same for every chunk (nats);
+            -inf where non-finite draws exhausted its redraw budget.
     """
 
     params: Any
@@ -104,33 +122,44 @@ def _monitored(family: Family, params: Any) -> Array:
     return jnp.concatenate([params.mu, jnp.log(family.std(params))])
 
 
-def _make_chunk(alg: Algorithm, family: Family, moments: bool) -> Callable:
+def _make_chunk(alg: Algorithm, family: Family, probe: Callable, moments: bool) -> Callable:
+    """The chunk of ``num_steps`` iterations: ``(state, eta, key, salt, num_steps, data) ->
+    (out, values_finite)``, ``out`` the state or, with ``moments``, ``(state,
+    ChunkMoments)``; ``values_finite``: the log density was finite at every one of
+    ``probe``'s draws from the final q (``probe`` is ``elbo(params, key, salt, data)`` of
+    :func:`_make_elbo`, at the draws of :data:`TRACE_SALT`, which also give the moments'
+    ELBO at the chunk's average)."""
     def chunk(state: ADVIState, eta: Array, key: Array, salt: Array, num_steps: Array,
               data: Any) -> Any:
-        key = jax.random.fold_in(key, salt)
+        run_key = jax.random.fold_in(key, salt)
 
-        def one(s: ADVIState) -> tuple[ADVIState, Any]:
-            return alg.step(s, jax.random.fold_in(key, s.iteration), eta, data)
+        def one(s: ADVIState) -> ADVIState:
+            return alg.step(s, jax.random.fold_in(run_key, s.iteration), eta, data)[0]
 
-        if not moments:
-            def body(_: Array, s: ADVIState) -> ADVIState:
-                return jax.lax.cond(s.failed, lambda s: s, lambda s: one(s)[0], s)
-
-            return jax.lax.fori_loop(0, num_steps, body, state)
+        def body(_: Array, s: ADVIState) -> ADVIState:
+            return jax.lax.cond(s.failed, lambda s: s, one, s)
 
         def body_m(_: Array, carry: tuple[ADVIState, ChunkMoments]) -> Any:
             s, m = carry
-            new, info = one(s)
+            new = one(s)
             stat = _monitored(family, new.params)
-            return new, ChunkMoments(
-                jax.tree.map(jnp.add, m.params, new.params), m.stat + stat,
-                m.stat_sq + stat**2, m.elbo + info.elbo,
-            )
+            return new, m._replace(params=jax.tree.map(jnp.add, m.params, new.params),
+                                   stat=m.stat + stat, stat_sq=m.stat_sq + stat**2)
 
+        salt_trace = np.uint32(TRACE_SALT)
+        if not moments:
+            state = jax.lax.fori_loop(0, num_steps, body, state)
+            return state, probe(state.params, key, salt_trace, data).redraws == 0
         zeros = jnp.zeros(2 * state.params.mu.shape[-1], state.params.mu.dtype)
         start = ChunkMoments(jax.tree.map(jnp.zeros_like, state.params), zeros, zeros,
                              jnp.zeros((), zeros.dtype))
-        return jax.lax.fori_loop(0, num_steps, body_m, (state, start))
+        state, m = jax.lax.fori_loop(0, num_steps, body_m, (state, start))
+        average = jax.tree.map(lambda x: x / jnp.maximum(num_steps, 1).astype(x.dtype),
+                               m.params)
+        trace = probe(average, key, salt_trace, data)
+        finite = (probe(state.params, key, salt_trace, data).redraws == 0) & (trace.redraws == 0)
+        m = m._replace(elbo=jnp.where(trace.ok, trace.elbo, -jnp.inf))
+        return (state, m), finite
 
     return chunk
 
@@ -138,7 +167,7 @@ def _make_chunk(alg: Algorithm, family: Family, moments: bool) -> Callable:
 def _make_elbo(target: Target, family: Family, S: int) -> Callable:
     batch = None if target.num_data is None else MINIBATCH_ELBO_BATCH
 
-    def elbo(params: Any, key: Array, salt: Array, data: Any) -> tuple[Array, Array, Array]:
+    def elbo(params: Any, key: Array, salt: Array, data: Any) -> ELBOEstimate:
         def log_density(zeta: Array, batch_key: Array) -> Array:
             return target.log_density_fn(zeta, batch_key, data)
 
@@ -148,17 +177,18 @@ def _make_elbo(target: Target, family: Family, S: int) -> Callable:
     return elbo
 
 
-class _LazyELBO:
-    """The compiled ELBO function, compiled on first call unless given ``compiled``."""
+class _Lazy:
+    """A jitted function compiled ahead of time on its first call (for the arguments of that
+    call), unless given ``compiled``."""
 
-    def __init__(self, target: Target, family: Family, S: int) -> None:
-        self.jitted = jax.jit(_make_elbo(target, family, S))
+    def __init__(self, jitted: Any) -> None:
+        self.jitted = jitted
         self.compiled: Callable | None = None
 
-    def __call__(self, params: Any, key: Array, salt: ArrayLike, data: Any) -> Any:
+    def __call__(self, *args: Any) -> Any:
         if self.compiled is None:
-            self.compiled = self.jitted.lower(params, key, salt, data).compile()
-        return self.compiled(params, key, salt, data)
+            self.compiled = self.jitted.lower(*args).compile()
+        return self.compiled(*args)
 
 
 def _make_init(target: Target, family: Family, init: str) -> Callable:
@@ -211,7 +241,8 @@ class _Compiled(NamedTuple):
     begin: Callable
     laplace: LogDensityFunctions | None
     chunk: Callable
-    elbo: _LazyELBO
+    checked_chunk: _Lazy  # steps that also check the log density's values
+    elbo: _Lazy
     gradient_check: Callable  # jitted, compiled on first call (advi.checks)
 
 
@@ -245,15 +276,24 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
             None if fns.precision is None else _aot(fns.precision, params.mu, keyed),
             None if fns.diagonal is None else _aot(fns.diagonal, params.mu, probes, keyed))
     start = (_aot(initialise, key), _aot(jax.jit(_make_begin(optimizer)), params), laplace)
-    alg = algorithm(target, family=o.family, optimizer=optimizer,
-                    grad_samples=o.grad_samples, precondition=o.precondition, init=o.init)
     state, one = jax.eval_shape(_make_begin(optimizer), params), np.ones((), np.int32)
-    chunk = _aot(jax.jit(_make_chunk(alg, o.family, o.moments)), state,
-                 np.ones((), dtype), key, one, one, data)
-    elbo = _LazyELBO(target, o.family, o.elbo_samples)
+    fast, checked = (jax.jit(_chunk_fn(target, o, optimizer, with_elbo))
+                     for with_elbo in (False, True))
+    chunk = _aot(fast, state, np.ones((), dtype), key, one, one, data)
+    elbo = _Lazy(jax.jit(_make_elbo(target, o.family, o.elbo_samples)))
     if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
         elbo.compiled = _aot(elbo.jitted, state.params, key, one, data)
-    return _Compiled(*start, chunk, elbo, scaled_gradient_fn(target, o.family))
+    return _Compiled(*start, chunk, _Lazy(checked), elbo,
+                     scaled_gradient_fn(target, o.family))
+
+
+def _chunk_fn(target: Target, o: CompileSpec, optimizer: Any, with_elbo: bool) -> Callable:
+    """The chunk function of :func:`_make_chunk` whose steps compute the log density's
+    value too (``with_elbo``) or its gradient only (:mod:`advi.elbo`)."""
+    alg = algorithm(target, family=o.family, optimizer=optimizer, grad_samples=o.grad_samples,
+                    precondition=o.precondition, init=o.init, with_elbo=with_elbo)
+    return _make_chunk(alg, o.family, _make_elbo(target, o.family, TRACE_ELBO_SAMPLES),
+                       o.moments)
 
 
 class CompiledADVI:
@@ -273,6 +313,7 @@ class CompiledADVI:
         self.target, self.options, self.optimizer = target, options, optimizer
         self.family = options.family
         self.elbo_samples = options.elbo_samples
+        self.values_checked = False
         self.dtype = jnp.result_type(float)
         key = None if target.cache_key is None else (target.cache_key, options, self.dtype)
         done = None if key is None else _CACHE.get(key)
@@ -314,10 +355,25 @@ class CompiledADVI:
 
     def run(self, state: ADVIState, eta: float, key: Array, salt: int, num_steps: int) -> Any:
         """``num_steps`` iterations at step-size scale ``eta`` (blocks until done); returns
-        the state, or ``(state, ChunkMoments)`` when compiled with moments."""
-        out = self._done.chunk(state, np.asarray(eta, self.dtype), key,
-                               np.asarray(salt, np.int32), np.asarray(num_steps, np.int32),
-                               self.target.data)
+        the state, or ``(state, ChunkMoments)`` when compiled with moments.
+
+        The steps compute the log density's gradient only and redraw where it is not
+        finite; at the end of the chunk the log density's values at
+        :data:`TRACE_ELBO_SAMPLES` draws from q are checked. Where one is not finite (a
+        model with regions of -inf or NaN log density whose gradient is finite, which
+        Stan would reject), the chunk is run again from ``state`` with steps that also
+        redraw draws whose value is not finite (the same draws), and so are all later
+        chunks of this fit (``values_checked``; their function is compiled then)."""
+        args = (state, np.asarray(eta, self.dtype), key, np.asarray(salt, np.int32),
+                np.asarray(num_steps, np.int32), self.target.data)
+        if not self.values_checked:
+            out, finite = self._done.chunk(*args)
+            if bool(finite):
+                return jax.block_until_ready(out)
+            self.values_checked = True
+            logger.info("non-finite log density at iteration %d's draws; from now on every "
+                        "draw's value is checked", int(state.iteration) + int(num_steps))
+        out, _ = self._done.checked_chunk(*args)
         return jax.block_until_ready(out)
 
     def gradient_check(self, params: Any, rng_key: Array) -> Any:
@@ -326,10 +382,15 @@ class CompiledADVI:
         return self._done.gradient_check(params, rng_key, self.target.data)
 
     def elbo(self, params: Any, key: Array, salt: int) -> tuple[float, np.ndarray]:
-        """The ELBO (``-inf`` where non-finite draws exhausted the budget) and log weights."""
-        value, ok, log_weights = self._done.elbo(params, key, np.asarray(salt, np.int32),
-                                                 self.target.data)
-        value = float(value)
-        if not (bool(ok) and math.isfinite(value)):
+        """The ELBO (``-inf`` where non-finite draws exhausted the budget) and log weights.
+        Where a draw's log density was not finite, later chunks check every draw's value
+        (as :meth:`run`)."""
+        est = self._done.elbo(params, key, np.asarray(salt, np.int32), self.target.data)
+        if int(est.redraws) and not self.values_checked:
+            self.values_checked = True
+            logger.info("non-finite log density at the ELBO's draws; from now on every "
+                        "draw's value is checked")
+        value = float(est.elbo)
+        if not (bool(est.ok) and math.isfinite(value)):
             value = -math.inf
-        return value, np.asarray(log_weights)
+        return value, np.asarray(est.log_weights)

@@ -11,8 +11,14 @@ grad_omega = mean_m (g_m * eps_m) * exp(omega) + 1.
 
 Non-finite draws: a draw whose log density or gradient is not finite is redrawn, at most
 ``10 * M`` redraws per estimate for the gradient and ``elbo_samples`` for the ELBO value (as
-Stan: ``normal_meanfield::calc_grad`` and ``advi::calc_ELBO``); the returned ``ok`` flag is
-False when that budget ran out.
+Stan: ``normal_meanfield::calc_grad`` and ``advi::calc_ELBO``, where a log density that is
+not finite stands for Stan's rejection of the draw); the returned ``ok`` flag is False when
+that budget ran out. With ``with_elbo=False`` the gradient estimate computes the log
+density's gradient only and redraws where that is not finite, which is all Stan's
+``calc_grad`` checks: XLA then drops whatever only the value needs (on a Poisson likelihood,
+the log of every rate: 0.6 of a gradient's time on the paper's E3). :func:`advi.fit` runs
+such steps and checks the log density's values at the end of each chunk of iterations
+(:mod:`advi.compiled`).
 """
 
 from __future__ import annotations
@@ -45,10 +51,13 @@ def _finite_draws(
     max_redraws: int,
     dtype: Any,
     grad_dim: int,
+    check_value: bool = True,
 ) -> _Draws:
     """Draw eps (M, K) and evaluate, redrawing non-finite rows until none is left or the
     redraw budget is spent. ``evaluate(eps, keys) -> (value (M,), grad (M, grad_dim))``,
-    cast to ``dtype``. The model is traced and compiled once, in the loop's body: a first
+    cast to ``dtype``; a row is non-finite when its gradient has a non-finite entry or, with
+    ``check_value``, its value is not finite. The model is
+    traced and compiled once, in the loop's body: a first
     evaluation before the loop (a peeled first trip) would compile the model twice, which
     costs a cold fit more than it saves per iteration (measurements: benchmarks/README.md,
     "Measurements behind the library's defaults")."""
@@ -59,7 +68,8 @@ def _finite_draws(
         eps = jnp.where(d.bad[:, None], standard_normal(eps_key, shape, dtype), d.eps)
         value, grad = evaluate(eps, jax.random.split(batch_key, num))
         value, grad = value.astype(dtype), grad.astype(dtype)
-        bad = ~(jnp.isfinite(value) & jnp.all(jnp.isfinite(grad), axis=-1))
+        finite = jnp.all(jnp.isfinite(grad), axis=-1)
+        bad = ~(finite & jnp.isfinite(value)) if check_value else ~finite
         return _Draws(eps, value, grad, bad, d.redraws + jnp.sum(d.bad, dtype=jnp.int32), key)
 
     def cond(d: _Draws) -> Array:
@@ -77,17 +87,32 @@ def _finite_draws(
     return out._replace(redraws=out.redraws - num)
 
 
+def _per_draw(log_density: Callable[[Array, Array], Array], with_elbo: bool
+              ) -> Callable[[Array, Array], tuple[Array, Array]]:
+    """``(zeta (M, K), keys (M,)) -> (value (M,), grad (M, K))``; without the ELBO the
+    value is zeros and only the gradient is computed."""
+    if with_elbo:
+        return jax.vmap(jax.value_and_grad(log_density))
+    grad = jax.vmap(jax.grad(log_density))
+
+    def grad_only(zeta: Array, keys: Array) -> tuple[Array, Array]:
+        return jnp.zeros(zeta.shape[:1], zeta.dtype), grad(zeta, keys)
+
+    return grad_only
+
+
 class GradientEstimate(NamedTuple):
     """Output of :func:`elbo_grad`.
 
     Attributes:
-        elbo: () float, the M-draw ELBO estimate at the current parameters (nats).
+        elbo: () float, the M-draw ELBO estimate at the current parameters (nats), or None
+            when the estimate was asked for without it (``with_elbo=False``).
         grad: pytree like the family's parameters, the ELBO gradient (ascent direction).
         ok: () bool, False when non-finite draws exhausted the redraw budget.
         redraws: () int32, non-finite draws replaced.
     """
 
-    elbo: Array
+    elbo: Array | None
     grad: Any
     ok: Array
     redraws: Array
@@ -99,6 +124,8 @@ def elbo_grad(
     params: Any,
     rng_key: Array,
     grad_samples: int,
+    *,
+    with_elbo: bool = True,
 ) -> GradientEstimate:
     """ELBO estimate and reparameterisation gradient from M = ``grad_samples`` draws.
 
@@ -108,25 +135,28 @@ def elbo_grad(
         params: the family's parameters (mu of shape (K,) sets K).
         rng_key: PRNG key; split inside into draw and minibatch keys.
         grad_samples: M >= 1.
+        with_elbo: also estimate the ELBO and redraw non-finite values (False: ``elbo`` is
+            None, the log density's value is not computed, only its gradient, and only
+            draws with a non-finite gradient are redrawn, as Stan's ``calc_grad``).
 
     Each draw gets its own minibatch key, so with minibatching the M draws see M
     independent minibatches (each scaled by N/B).
     """
     dim = params.mu.shape[-1]
-    value_and_grad = jax.vmap(jax.value_and_grad(log_density))
+    value_and_grad = _per_draw(log_density, with_elbo)
 
     def evaluate(eps: Array, keys: Array) -> tuple[Array, Array]:
         return value_and_grad(family.transform(params, eps), keys)
 
     draws = _finite_draws(
         evaluate, rng_key, (grad_samples, dim), REDRAW_FACTOR * grad_samples, params.mu.dtype,
-        grad_dim=dim,
+        grad_dim=dim, check_value=with_elbo,
     )
     _, pullback = jax.vjp(lambda p: family.transform(p, draws.eps), params)
     (grad_lp,) = pullback(draws.grad / grad_samples)
     entropy, grad_entropy = jax.value_and_grad(family.entropy)(params)
     grad = jax.tree.map(jnp.add, grad_lp, grad_entropy)
-    elbo = jnp.mean(draws.value) + entropy
+    elbo = jnp.mean(draws.value) + entropy if with_elbo else None
     return GradientEstimate(elbo, grad, ~jnp.any(draws.bad), draws.redraws)
 
 
@@ -135,6 +165,8 @@ def whitened_elbo_grad(
     params: FullRankParams,
     rng_key: Array,
     grad_samples: int,
+    *,
+    with_elbo: bool = True,
 ) -> GradientEstimate:
     """The full-rank ELBO gradient in the coordinates whitened by q, "sticking the landing".
 
@@ -155,6 +187,7 @@ def whitened_elbo_grad(
         params: ``FullRankParams``, mu (K,), L (K, K) lower triangular.
         rng_key: PRNG key.
         grad_samples: M >= 1.
+        with_elbo: as in :func:`elbo_grad`.
 
     Returns:
         :class:`GradientEstimate` whose ``grad`` is ``FullRankParams(grad_a (K,),
@@ -162,19 +195,37 @@ def whitened_elbo_grad(
     """
     dim = params.mu.shape[-1]
     L = jnp.tril(params.L)
-    value_and_grad = jax.vmap(jax.value_and_grad(log_density))
+    value_and_grad = _per_draw(log_density, with_elbo)
 
     def evaluate(eps: Array, keys: Array) -> tuple[Array, Array]:
         return value_and_grad(params.mu + eps @ L.T, keys)
 
     draws = _finite_draws(
         evaluate, rng_key, (grad_samples, dim), REDRAW_FACTOR * grad_samples, params.mu.dtype,
-        grad_dim=dim,
+        grad_dim=dim, check_value=with_elbo,
     )
     w = draws.grad @ L + draws.eps
     grad = FullRankParams(jnp.mean(w, 0), jnp.tril(w.T @ draws.eps) / grad_samples)
-    elbo = jnp.mean(draws.value) + FULLRANK.entropy(params)
+    elbo = jnp.mean(draws.value) + FULLRANK.entropy(params) if with_elbo else None
     return GradientEstimate(elbo, grad, ~jnp.any(draws.bad), draws.redraws)
+
+
+class ELBOEstimate(NamedTuple):
+    """Output of :func:`elbo_estimate`.
+
+    Attributes:
+        elbo: () float, the estimate (nats); not to be used where ``ok`` is False.
+        ok: () bool, False when non-finite draws exhausted the budget of ``elbo_samples``
+            redraws.
+        log_weights: (S,) float, log p(zeta_s) - log q(zeta_s) of the draws used, for the
+            Pareto k-hat.
+        redraws: () int32, draws replaced because their log density was not finite.
+    """
+
+    elbo: Array
+    ok: Array
+    log_weights: Array
+    redraws: Array
 
 
 def elbo_estimate(
@@ -184,7 +235,7 @@ def elbo_estimate(
     rng_key: Array,
     elbo_samples: int,
     batch_size: int | None = None,
-) -> tuple[Array, Array, Array]:
+) -> ELBOEstimate:
     """The ELBO from ``elbo_samples`` draws (Stan's ``calc_ELBO``), for the convergence test.
 
     ``batch_size``: None evaluates all draws at once (``vmap``: with full data the draws
@@ -195,11 +246,10 @@ def elbo_estimate(
     way.
 
     Returns:
-        (elbo (), ok (), log_weights (S,)): the estimate in nats; False when non-finite
-        draws exhausted the budget of ``elbo_samples`` redraws (then ``elbo`` is not to be
-        used); and log p(zeta_s) - log q(zeta_s) of the draws used, for the Pareto k-hat.
+        :class:`ELBOEstimate`.
     """
     dim = params.mu.shape[-1]
+
     def values(zeta: Array, keys: Array) -> Array:
         if batch_size is None:
             return jax.vmap(log_density)(zeta, keys)
@@ -213,4 +263,4 @@ def elbo_estimate(
                           grad_dim=0)
     log_q = family.log_q(params, family.transform(params, draws.eps))
     elbo = jnp.mean(draws.value) + family.entropy(params)
-    return elbo, ~jnp.any(draws.bad), draws.value - log_q
+    return ELBOEstimate(elbo, ~jnp.any(draws.bad), draws.value - log_q, draws.redraws)

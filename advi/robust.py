@@ -112,7 +112,7 @@ class StationarityRule:
 
     def __init__(self, chunk_len: int, burn_in: bool, max_iter: int,
                  tol_rel_obj: float) -> None:
-        self.chunk_len, self.trace, self.last_it = chunk_len, _Trace(burn_in), 0
+        self.chunk_len, self.trace = chunk_len, _Trace(burn_in)
         self.tol_rel_obj = tol_rel_obj
         self.max_iter_note = (f"max_iter={max_iter} reached before the iterates were "
                               "stationary (split R-hat < 1.1) or the ELBO settled; the "
@@ -120,9 +120,7 @@ class StationarityRule:
 
     def observe(self, state: ADVIState, moments: ChunkMoments) -> Verdict:
         """Add the chunk to the trace and test the window."""
-        it = int(state.iteration)
-        steps, self.last_it = it - self.last_it, it
-        elbo = float(moments.elbo) / max(steps, 1)
+        elbo = float(moments.elbo)
         self.trace.add(moments, elbo)
         converged, rhat = self.trace.rhat(self.chunk_len)
         reason = "rhat" if converged else None

@@ -45,14 +45,15 @@ class StepInfo(NamedTuple):
     """What one :func:`step` reports.
 
     Attributes:
-        elbo: () float, the M-draw ELBO estimate at the parameters before the step (nats).
+        elbo: () float, the M-draw ELBO estimate at the parameters before the step (nats),
+            or None for a step taken with ``with_elbo=False``.
         redraws: () int32, non-finite draws replaced in this step.
         ok: () bool, False when the step was refused (non-finite draws beyond the budget,
             or non-finite parameters after the update); the state is then unchanged except
             for ``failed``.
     """
 
-    elbo: Array
+    elbo: Array | None
     redraws: Array
     ok: Array
 
@@ -84,6 +85,7 @@ def step(
     optimizer: optax.GradientTransformation,
     grad_samples: int = 1,
     precondition: bool = False,
+    with_elbo: bool = True,
 ) -> tuple[ADVIState, StepInfo]:
     """One ADVI iteration: the M-draw reparameterised gradient (paper Eqs. 5-6), the
     optimiser's direction, a step of scale ``eta``.
@@ -102,6 +104,8 @@ def step(
             (:func:`precondition_by_scale`); full-rank: natural-gradient steps in the
             coordinates whitened by q (:mod:`advi.whitening`), which need no per-coordinate
             scaling, so the optimiser is not used (its state is carried unchanged).
+        with_elbo: also estimate the ELBO from the step's draws (``info.elbo``); False
+            computes the log density's gradient only (:mod:`advi.elbo`).
 
     Returns:
         ``(new_state, info)``; a refused step (``info.ok`` False) returns the old state
@@ -112,11 +116,13 @@ def step(
         return target.log_density_fn(zeta, batch_key, target.data)
 
     if precondition and family.name == "fullrank":  # natural-gradient steps, no optimiser
-        est = whitened_elbo_grad(log_density, state.params, rng_key, grad_samples)
+        est = whitened_elbo_grad(log_density, state.params, rng_key, grad_samples,
+                                 with_elbo=with_elbo)
         params = whitened_step(state.params, est.grad, eta, grad_samples)
         opt_state = state.opt_state
     else:
-        est = elbo_grad(log_density, family, state.params, rng_key, grad_samples)
+        est = elbo_grad(log_density, family, state.params, rng_key, grad_samples,
+                        with_elbo=with_elbo)
         updates, opt_state = optimizer.update(est.grad, state.opt_state, state.params)
         if precondition:
             updates = precondition_by_scale(family, state.params, updates)

@@ -145,8 +145,8 @@ def grad_loop_timer(target: Any, M: int) -> Timed:
 def step_timer(target: Any, M: int, preset: str, stats: dict | None = None) -> Timed:
     """n iterations of ``advi.algorithm(...).step`` with the step of ``preset`` (its
     optimiser and preconditioning, ``advi.PRESETS``), mean-field, eta = 0.1, from its
-    ``init``. ``stats["redraws"]`` gets the non-finite draws redrawn per step
-    (``StepInfo.redraws``)."""
+    ``init``, gradient only (``with_elbo=False``, as :func:`advi.fit` runs its steps).
+    ``stats["redraws"]`` gets the non-finite draws redrawn per step (``StepInfo.redraws``)."""
     import jax
 
     import advi
@@ -154,7 +154,7 @@ def step_timer(target: Any, M: int, preset: str, stats: dict | None = None) -> T
     o = advi.PRESETS[preset]
     key = jax.random.PRNGKey(0)
     alg = advi.algorithm(target, family="meanfield", optimizer=o.optimizer, grad_samples=M,
-                         precondition=o.precondition)
+                         precondition=o.precondition, with_elbo=False)
     state = alg.init(key)
 
     def body(i: Any, carry: Any, data: Any) -> Any:

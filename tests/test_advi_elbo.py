@@ -114,3 +114,40 @@ def test_non_finite_draws_are_redrawn_within_a_budget():
     assert 5 * 8 * 0.5 * 0.5 < sum(redraws) < 5 * 8 * 3  # about M per estimate
     est = advi.elbo_grad(nowhere.log_density, advi.MEANFIELD, params, jax.random.PRNGKey(0), 4)
     assert not bool(est.ok) and int(est.redraws) == 10 * 4
+
+
+def test_without_the_elbo_the_gradient_is_the_same_and_only_non_finite_gradients_redraw():
+    """``with_elbo=False`` computes the gradient only: the same draws give the same gradient,
+    and, as Stan's calc_grad, a draw is redrawn only where its gradient is not finite (a
+    -inf slab of zero gradient is kept; a NaN-gradient slab is redrawn)."""
+    params = advi.MeanFieldParams(jnp.array([0.2, -0.1]), jnp.array([0.1, -0.3]))
+    smooth = _gaussian_target(jnp.array([1.0, 2.0]), jnp.array([0.5, 3.0]))
+    key = jax.random.PRNGKey(4)
+    both = advi.elbo_grad(smooth.log_density, advi.MEANFIELD, params, key, 6)
+    grad_only = advi.elbo_grad(smooth.log_density, advi.MEANFIELD, params, key, 6,
+                               with_elbo=False)
+    assert grad_only.elbo is None and np.isfinite(float(both.elbo))
+    for a, b in zip(jax.tree.leaves(both.grad), jax.tree.leaves(grad_only.grad), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    minus_inf = advi.from_log_density(
+        lambda z: jnp.where(z[0] > 0, -jnp.inf, -0.5 * jnp.sum(z**2)), dim=2)
+    nan_grad = advi.from_log_density(  # z_0 > 0: sqrt of a negative, NaN value and gradient
+        lambda z: -0.5 * jnp.sum(z**2) + jnp.sqrt(-z[0]), dim=2)
+    zero = advi.MeanFieldParams(jnp.zeros(2), jnp.zeros(2))
+    for target, redrawn_without in ((minus_inf, False), (nan_grad, True)):
+        counts = {with_elbo: sum(int(advi.elbo_grad(
+            target.log_density, advi.MEANFIELD, zero, jax.random.PRNGKey(s), 8,
+            with_elbo=with_elbo).redraws) for s in range(5)) for with_elbo in (True, False)}
+        assert counts[True] > 5
+        assert (counts[False] > 5) if redrawn_without else counts[False] == 0
+
+
+def test_the_elbo_estimate_counts_its_redraws():
+    params = advi.MeanFieldParams(jnp.zeros(2), jnp.zeros(2))
+    half = advi.from_log_density(
+        lambda z: jnp.where(z[0] > 0, -jnp.inf, -0.5 * jnp.sum(z**2)), dim=2)
+    est = advi.elbo.elbo_estimate(half.log_density, advi.MEANFIELD, params,
+                                  jax.random.PRNGKey(0), 40)
+    assert bool(est.ok) and np.isfinite(float(est.elbo))
+    assert 10 < int(est.redraws) < 40  # about half of 40 draws land on the -inf half
+    assert est.log_weights.shape == (40,) and np.all(np.isfinite(est.log_weights))

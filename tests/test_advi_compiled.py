@@ -1,0 +1,56 @@
+"""The compiled chunk of :func:`advi.fit`: its end-of-chunk ELBO on common draws, and the
+switch to value-checked steps where the log density is not finite."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import advi
+from advi.compiled import TRACE_ELBO_SAMPLES, CompiledADVI, CompileSpec
+from advi.step_size import get_optimizer
+
+KEY = jax.random.PRNGKey(0)
+
+
+def _compiled(target, preset):
+    o = advi.PRESETS[preset]
+    spec = CompileSpec(family=advi.get_family("meanfield"), optimizer=o.optimizer,
+                       grad_samples=1, elbo_samples=100, init="random", laplace=False,
+                       precondition=o.precondition, moments=o.stop == "rhat")
+    return CompiledADVI(target, spec, get_optimizer(o.optimizer))
+
+
+def test_the_chunk_elbo_is_the_elbo_at_the_average_on_the_same_draws_every_chunk():
+    """With eta = 0 q does not move: two chunks with different step draws (salts) report
+    the same ELBO (common draws), and it is the exact ELBO of q within the Monte Carlo
+    error of TRACE_ELBO_SAMPLES draws."""
+    dim = 3
+    target = advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), dim)
+    compiled = _compiled(target, "robust")
+    keys, state, _ = compiled.setup(KEY, 0)
+    (_, first), (_, second) = (compiled.run(state, 0.0, keys[1], salt, 20) for salt in (0, 1))
+    assert float(first.elbo) == float(second.elbo)
+    mu, omega = np.asarray(state.params.mu), np.asarray(state.params.omega)
+    var = np.exp(2 * omega)
+    # E_q[-z'z / 2] + H[q], both in closed form, and the sd of the mean of S draws
+    exact = -0.5 * np.sum(mu**2 + var) + np.sum(omega) + 0.5 * dim * (1 + np.log(2 * np.pi))
+    mc_sd = np.sqrt(np.sum(mu**2 * var + 0.5 * var**2) / TRACE_ELBO_SAMPLES)
+    assert abs(float(first.elbo) - exact) < 3 * mc_sd
+    other_keys, _, _ = compiled.setup(jax.random.PRNGKey(1), 0)
+    assert float(compiled.run(state, 0.0, other_keys[1], 0, 20)[1].elbo) != float(first.elbo)
+
+
+def test_steps_check_values_only_once_a_non_finite_log_density_was_met():
+    """Gradient-only steps cannot see a -inf region of zero gradient; the end-of-chunk
+    check sees it, reruns the chunk with value-checked steps and keeps them."""
+    slab = advi.from_log_density(  # -inf on z_0 > 0.5, a third of N(0, 1)'s mass
+        lambda z: jnp.where(z[0] > 0.5, -jnp.inf, -0.5 * jnp.sum(z**2)), 2)
+    smooth = advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 2)
+    for target, met in ((slab, True), (smooth, False)):
+        for preset in ("stan", "robust"):
+            compiled = _compiled(target, preset)
+            keys, state, _ = compiled.setup(KEY, 0)
+            out = compiled.run(state, 0.01, keys[1], 0, 50)
+            state = out[0] if preset == "robust" else out
+            assert compiled.values_checked is met
+            assert (int(state.redraws) > 5) is met
