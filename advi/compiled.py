@@ -61,8 +61,9 @@ MINIBATCH_ELBO_BATCH = 5
 ``batch_size``; full-data targets evaluate all S draws at once)."""
 
 TRACE_ELBO_SAMPLES = 5
-"""Draws of the ELBO estimate at the end of each chunk of the robust preset's loop
-(:class:`ChunkMoments`), the same draws for every chunk of a fit (common random numbers),
+"""Draws of the log density checked at the end of every chunk (:meth:`CompiledADVI.run`),
+which are also those of the robust loop's ELBO estimate (:class:`ChunkMoments`): the same
+draws for every chunk of a fit (common random numbers),
 so that the difference between two chunks' estimates is the change of q, not the draws' noise
 (:func:`advi.stationarity.elbo_gain` compares them). At 5 per chunk of ``eval_elbo`` = 50
 iterations they cost a tenth of a log density per iteration, where an ELBO from each step's
@@ -126,9 +127,9 @@ def _make_chunk(alg: Algorithm, family: Family, probe: Callable, moments: bool) 
     """The chunk of ``num_steps`` iterations: ``(state, eta, key, salt, num_steps, data) ->
     (out, values_finite)``, ``out`` the state or, with ``moments``, ``(state,
     ChunkMoments)``; ``values_finite``: the log density was finite at every one of
-    ``probe``'s draws from the final q (``probe`` is ``elbo(params, key, salt, data)`` of
-    :func:`_make_elbo`, at the draws of :data:`TRACE_SALT`, which also give the moments'
-    ELBO at the chunk's average)."""
+    ``probe``'s draws (``probe`` is ``elbo(params, key, salt, data)`` of :func:`_make_elbo`,
+    at the draws of :data:`TRACE_SALT`) from the final q or, with ``moments``, from q at the
+    chunk's average, whose ELBO they give (one evaluation serves both)."""
     def chunk(state: ADVIState, eta: Array, key: Array, salt: Array, num_steps: Array,
               data: Any) -> Any:
         run_key = jax.random.fold_in(key, salt)
@@ -156,10 +157,9 @@ def _make_chunk(alg: Algorithm, family: Family, probe: Callable, moments: bool) 
         state, m = jax.lax.fori_loop(0, num_steps, body_m, (state, start))
         average = jax.tree.map(lambda x: x / jnp.maximum(num_steps, 1).astype(x.dtype),
                                m.params)
-        trace = probe(average, key, salt_trace, data)
-        finite = (probe(state.params, key, salt_trace, data).redraws == 0) & (trace.redraws == 0)
+        trace = probe(average, key, salt_trace, data)  # also the check, where q has been
         m = m._replace(elbo=jnp.where(trace.ok, trace.elbo, -jnp.inf))
-        return (state, m), finite
+        return (state, m), trace.redraws == 0
 
     return chunk
 
@@ -359,7 +359,8 @@ class CompiledADVI:
 
         The steps compute the log density's gradient only and redraw where it is not
         finite; at the end of the chunk the log density's values at
-        :data:`TRACE_ELBO_SAMPLES` draws from q are checked. Where one is not finite (a
+        :data:`TRACE_ELBO_SAMPLES` draws from q (the final q; with moments, q at the
+        chunk's average) are checked. Where one is not finite (a
         model with regions of -inf or NaN log density whose gradient is finite, which
         Stan would reject), the chunk is run again from ``state`` with steps that also
         redraw draws whose value is not finite (the same draws), and so are all later
