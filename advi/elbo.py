@@ -88,14 +88,14 @@ def _finite_draws(
 
 
 def _per_draw(log_density: Callable[[Array, Array], Array], with_elbo: bool
-              ) -> Callable[[Array, Array], tuple[Array, Array]]:
+              ) -> Callable[[Any, Array], tuple[Array, Array]]:
     """``(zeta (M, K), keys (M,)) -> (value (M,), grad (M, K))``; without the ELBO the
     value is zeros and only the gradient is computed."""
     if with_elbo:
         return jax.vmap(jax.value_and_grad(log_density))
     grad = jax.vmap(jax.grad(log_density))
 
-    def grad_only(zeta: Array, keys: Array) -> tuple[Array, Array]:
+    def grad_only(zeta: Any, keys: Array) -> tuple[Array, Array]:
         return jnp.zeros(zeta.shape[:1], zeta.dtype), grad(zeta, keys)
 
     return grad_only
