@@ -63,12 +63,11 @@ MINIBATCH_ELBO_BATCH = 5
 TRACE_ELBO_SAMPLES = 5
 """Draws of the log density checked at the end of every chunk (:meth:`CompiledADVI.run`),
 which are also those of the robust loop's ELBO estimate (:class:`ChunkMoments`): the same
-draws for every chunk of a fit (common random numbers),
-so that the difference between two chunks' estimates is the change of q, not the draws' noise
-(:func:`advi.stationarity.elbo_gain` compares them). At 5 per chunk of ``eval_elbo`` = 50
-iterations they cost a tenth of a log density per iteration, where an ELBO from each step's
-own draws cost one (measurements: benchmarks/README.md, "Measurements behind the library's
-defaults")."""
+draws for every chunk of a fit (common random numbers), so that the difference between two
+chunks' estimates is the change of q, not the draws' noise (:func:`advi.stationarity.
+elbo_gain` compares them). At 5 per chunk of ``eval_elbo`` = 50 iterations they cost a
+tenth of a log density per iteration, where an ELBO from each step's own draws cost one
+(measurements: benchmarks/README.md, "Measurements behind the library's defaults")."""
 
 TRACE_SALT = 0xFFFFFFFF
 """Folded into the run's key for the chunk-end ELBO's draws (the steps' salts are small)."""
@@ -360,9 +359,9 @@ class CompiledADVI:
         The steps compute the log density's gradient only and redraw where it is not
         finite; at the end of the chunk the log density's values at
         :data:`TRACE_ELBO_SAMPLES` draws from q (the final q; with moments, q at the
-        chunk's average) are checked. Where one is not finite (a
-        model with regions of -inf or NaN log density whose gradient is finite, which
-        Stan would reject), the chunk is run again from ``state`` with steps that also
+        chunk's average) are checked. Where one is not finite (a model with regions of
+        -inf or NaN log density whose gradient is finite, which Stan would reject), the
+        chunk is run again from ``state`` with steps that also
         redraw draws whose value is not finite (the same draws), and so are all later
         chunks of this fit (``values_checked``; their function is compiled then)."""
         args = (state, np.asarray(eta, self.dtype), key, np.asarray(salt, np.int32),
