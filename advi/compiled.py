@@ -361,9 +361,9 @@ class CompiledADVI:
         :data:`TRACE_ELBO_SAMPLES` draws from q (the final q; with moments, q at the
         chunk's average) are checked. Where one is not finite (a model with regions of
         -inf or NaN log density whose gradient is finite, which Stan would reject), the
-        chunk is run again from ``state`` with steps that also
-        redraw draws whose value is not finite (the same draws), and so are all later
-        chunks of this fit (``values_checked``; their function is compiled then)."""
+        chunk is run again from ``state`` with steps that also redraw draws whose value is
+        not finite (the same draws), and so are all later chunks of this fit
+        (``values_checked``; their function is compiled then)."""
         args = (state, np.asarray(eta, self.dtype), key, np.asarray(salt, np.int32),
                 np.asarray(num_steps, np.int32), self.target.data)
         if not self.values_checked:
