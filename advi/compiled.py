@@ -352,7 +352,8 @@ class CompiledADVI:
                 params = start.params
         return keys, done.begin(params), info
 
-    def run(self, state: ADVIState, eta: float, key: Array, salt: int, num_steps: int) -> Any:
+    def run(self, state: ADVIState, eta: float, key: Array, salt: int, num_steps: int,
+            trial: bool = False) -> Any:
         """``num_steps`` iterations at step-size scale ``eta`` (blocks until done); returns
         the state, or ``(state, ChunkMoments)`` when compiled with moments.
 
@@ -363,12 +364,14 @@ class CompiledADVI:
         -inf or NaN log density whose gradient is finite, which Stan would reject), the
         chunk is run again from ``state`` with steps that also redraw draws whose value is
         not finite (the same draws), and so are all later chunks of this fit
-        (``values_checked``; their function is compiled then)."""
+        (``values_checked``; their function is compiled then). A ``trial`` (a run of
+        Stan's eta search) switches nothing: a trial eta that sends q where the log
+        density overflows is judged, and rejected, by its ELBO, as Stan's search does."""
         args = (state, np.asarray(eta, self.dtype), key, np.asarray(salt, np.int32),
                 np.asarray(num_steps, np.int32), self.target.data)
         if not self.values_checked:
             out, finite = self._done.chunk(*args)
-            if bool(finite):
+            if trial or bool(finite):
                 return jax.block_until_ready(out)
             self.values_checked = True
             logger.info("non-finite log density at iteration %d's draws; from now on every "
@@ -381,12 +384,13 @@ class CompiledADVI:
         first call, kept with the other functions of this configuration)."""
         return self._done.gradient_check(params, rng_key, self.target.data)
 
-    def elbo(self, params: Any, key: Array, salt: int) -> tuple[float, np.ndarray]:
+    def elbo(self, params: Any, key: Array, salt: int, trial: bool = False
+             ) -> tuple[float, np.ndarray]:
         """The ELBO (``-inf`` where non-finite draws exhausted the budget) and log weights.
         Where a draw's log density was not finite, later chunks check every draw's value
-        (as :meth:`run`)."""
+        (as :meth:`run`; not after a ``trial``)."""
         est = self._done.elbo(params, key, np.asarray(salt, np.int32), self.target.data)
-        if int(est.redraws) and not self.values_checked:
+        if int(est.redraws) and not (self.values_checked or trial):
             self.values_checked = True
             logger.info("non-finite log density at the ELBO's draws; from now on every "
                         "draw's value is checked")

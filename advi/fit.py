@@ -84,7 +84,7 @@ def _adapt_eta(runner: CompiledADVI, state0: ADVIState, key: Array, adapt_iter: 
     Raises:
         ADVIError: when the initial ELBO is not finite or no eta improves on it.
     """
-    elbo_init, _ = runner.elbo(state0.params, key, 0)
+    elbo_init, _ = runner.elbo(state0.params, key, 0, trial=True)
     if not math.isfinite(elbo_init):
         raise ADVIError(
             "the ELBO at the initial approximation is not finite (every draw gave a "
@@ -92,10 +92,10 @@ def _adapt_eta(runner: CompiledADVI, state0: ADVIState, key: Array, adapt_iter: 
         )
     elbo_best, eta_best = -math.inf, None
     for index, eta in enumerate(ETA_GRID):
-        state = runner.run(state0, eta, key, index, adapt_iter)
+        state = runner.run(state0, eta, key, index, adapt_iter, trial=True)
         elbo = -math.inf
         if not bool(state.failed):
-            elbo, _ = runner.elbo(state.params, key, index + 1)
+            elbo, _ = runner.elbo(state.params, key, index + 1, trial=True)
         logger.info("eta search: eta=%g elbo=%.6g (initial %.6g)", eta, elbo, elbo_init)
         if elbo < elbo_best and elbo_best > elbo_init:
             break

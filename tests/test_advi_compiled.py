@@ -1,9 +1,13 @@
 """The compiled chunk of :func:`advi.fit`: its end-of-chunk ELBO on common draws, and the
 switch to value-checked steps where the log density is not finite."""
 
+import logging
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro
+import numpyro.distributions as dist
 
 import advi
 from advi.compiled import TRACE_ELBO_SAMPLES, CompiledADVI, CompileSpec
@@ -54,3 +58,25 @@ def test_steps_check_values_only_once_a_non_finite_log_density_was_met():
             state = out[0] if preset == "robust" else out
             assert compiled.values_checked is met
             assert (int(state.redraws) > 5) is met
+
+
+def test_an_eta_search_trial_that_overflows_does_not_switch_the_fit(caplog):
+    """Stan's eta search tries eta = 100, which sends a regression's log scale far enough
+    for (y - mu)^2 / sigma^2 to overflow to -inf with a finite gradient; that trial is
+    rejected by its ELBO, and the fit's steps stay gradient-only (no switch, no second
+    compilation)."""
+
+    def model(x, y):
+        w = numpyro.sample("w", dist.Normal(0.0, 1.0).expand([3]).to_event(1))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+        numpyro.sample("y", dist.Normal(x @ w, sigma), obs=y)
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 3)).astype(np.float32)
+    y = (x @ np.array([1.0, -1.0, 0.5]) + rng.normal(size=200)).astype(np.float32)
+    with caplog.at_level(logging.INFO, logger="advi"):
+        result = advi.fit(model, x, y, rng_key=KEY, khat_samples=0)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("eta=100 elbo=-inf" in m for m in messages)  # the trial did overflow
+    assert not any("every draw's value is checked" in m for m in messages)
+    assert result.eta < 100 and np.all(np.isfinite(np.asarray(result.params.mu)))
