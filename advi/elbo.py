@@ -56,11 +56,10 @@ def _finite_draws(
     """Draw eps (M, K) and evaluate, redrawing non-finite rows until none is left or the
     redraw budget is spent. ``evaluate(eps, keys) -> (value (M,), grad (M, grad_dim))``,
     cast to ``dtype``; a row is non-finite when its gradient has a non-finite entry or, with
-    ``check_value``, its value is not finite. The model is
-    traced and compiled once, in the loop's body: a first
-    evaluation before the loop (a peeled first trip) would compile the model twice, which
-    costs a cold fit more than it saves per iteration (measurements: benchmarks/README.md,
-    "Measurements behind the library's defaults")."""
+    ``check_value``, its value is not finite. The model is traced and compiled once, in the
+    loop's body: a first evaluation before the loop (a peeled first trip) would compile the
+    model twice, which costs a cold fit more than it saves per iteration (measurements:
+    benchmarks/README.md, "Measurements behind the library's defaults")."""
     num, _ = shape
 
     def body(d: _Draws) -> _Draws:
