@@ -48,11 +48,11 @@ class _Trace:
         self.stat_sq: list[np.ndarray] = []
         self.elbo: list[float] = []
 
-    def add(self, m: ChunkMoments, elbo: float) -> None:
+    def add(self, m: ChunkMoments) -> None:
         self.params.append(jax.tree.map(np.asarray, m.params))
         self.stat.append(np.asarray(m.stat))
         self.stat_sq.append(np.asarray(m.stat_sq))
-        self.elbo.append(elbo)
+        self.elbo.append(float(m.elbo))
 
     def window(self) -> int:
         """Chunks in the current window (0 before the first check)."""
@@ -120,13 +120,12 @@ class StationarityRule:
 
     def observe(self, state: ADVIState, moments: ChunkMoments) -> Verdict:
         """Add the chunk to the trace and test the window."""
-        elbo = float(moments.elbo)
-        self.trace.add(moments, elbo)
+        self.trace.add(moments)
         converged, rhat = self.trace.rhat(self.chunk_len)
         reason = "rhat" if converged else None
         if reason is None and settled(*self.trace.gain(), self.tol_rel_obj):
             reason = "elbo settled"
-        return Verdict(row=Row(elbo, rhat=rhat), reason=reason)
+        return Verdict(row=Row(self.trace.elbo[-1], rhat=rhat), reason=reason)
 
     def estimate(self, state: ADVIState) -> Any:
         return self.trace.average(self.chunk_len)
