@@ -270,10 +270,13 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
     if o.laplace:
         fns, keyed = _laplace_functions(target), (batch_key, data)
         probes = jax.ShapeDtypeStruct((CURVATURE_PROBES, target.dim), params.mu.dtype)
+        scalar = jax.ShapeDtypeStruct((), params.mu.dtype)
         laplace = LogDensityFunctions(
             _aot(fns.value_and_grad, params.mu, keyed),
             None if fns.precision is None else _aot(fns.precision, params.mu, keyed),
-            None if fns.diagonal is None else _aot(fns.diagonal, params.mu, probes, keyed))
+            None if fns.diagonal is None else _aot(fns.diagonal, params.mu, probes, keyed),
+            None if fns.search is None else _aot(fns.search, params.mu, scalar, np.int32(1),
+                                                 scalar, keyed))
     start = (_aot(initialise, key), _aot(jax.jit(_make_begin(optimizer)), params), laplace)
     state, one = jax.eval_shape(_make_begin(optimizer), params), np.ones((), np.int32)
     fast, checked = (jax.jit(_chunk_fn(target, o, optimizer, with_elbo))

@@ -9,12 +9,17 @@ search. With H the Hessian there:
   N(m, Lambda^-1) has mean m and variances 1 / Lambda_kk; Bishop 2006, Section 10.1.2);
 - full-rank: mu = mode, L = cholesky((-H)^-1), the Laplace approximation itself.
 
-The L-BFGS iterations run on the host in float64 (SciPy's L-BFGS-B, Byrd, Lu, Nocedal &
-Zhu 1995, through ``scipy.optimize.minimize``); only the log density's value and gradient
-(and the Hessian) are compiled. An L-BFGS compiled into XLA (``optax.lbfgs``) took longer
-to compile than a whole fit of a small model, and its float32 iterates could not reach the
-mode of a posterior whose scales span several orders of magnitude (measurements:
-benchmarks/README.md, "Measurements behind the library's defaults").
+Up to ``hessian_max_dim`` the L-BFGS iterations run on the host in float64 (SciPy's
+L-BFGS-B, Byrd, Lu, Nocedal & Zhu 1995, through ``scipy.optimize.minimize``); only the log
+density's value and gradient (and the Hessian) are compiled. There an L-BFGS compiled into
+XLA (``optax.lbfgs``) took longer to compile than a whole fit of a small model, and its
+float32 iterates could not reach the exact mode that the Newton-step test below asks of a
+posterior whose scales span several orders of magnitude. Above it, where that test is not
+made and each step's evaluation is costly, the search is compiled (:mod:`advi.lbfgs`): the
+host's SciPy and round trips cost 30% of each step on E3, and the compiled search reaches a
+higher log p in the same steps (E3: 4.6 s against 7.4 s for the start; E5: 1.4 s against
+2.8 s, a better mode on seeds 1 and 2 of 3; measurements: benchmarks/README.md,
+"Measurements behind the library's defaults").
 
 The search runs in :data:`LAPLACE_STAGES` stages; each works in coordinates whitened by the
 curvature where the previous one ended (the first: at the initial point, where -H is
@@ -64,15 +69,17 @@ from jax import Array
 from jax.typing import ArrayLike
 
 from .families import Family, FullRankParams, MeanFieldParams
+from .lbfgs import Search, mode_search
 
 LAPLACE_MAX_STEPS = 1300
 """L-BFGS iterations allowed for the mode, over all stages (a count). The mixture of Figure 1
 (a Dirichlet(10,000) weight makes it stiff) needs about 400 where the Hessian is formed; on
 the paper's largest model, E3 (K = 25,250), L-BFGS is still climbing at any cap, and each of
 its steps moves the means further than two ADVI iterations cost: with 1,300 the start alone
-is within 1% of NUTS's held-out score on two seeds of two, in 6.6-6.8 s on one core, where
-1,000 (5.1-5.4 s) needed up to 1,300 more iterations (9.1 s in all) and 2,000 takes 11 s
-(measurements: benchmarks/README.md, "Measurements behind the library's defaults")."""
+is within 1% of NUTS's held-out score on two seeds of two, in 6.6-6.8 s on one core with the
+host's search (4.2-4.7 s compiled, :mod:`advi.lbfgs`), where 1,000 (5.1-5.4 s) needed up to
+1,300 more iterations (9.1 s in all) and 2,000 took 11 s (measurements: benchmarks/README.md,
+"Measurements behind the library's defaults")."""
 
 HESSIAN_MAX_DIM = 2000
 """Largest K whose Hessian is formed for the initial scales (K^2 floats, K gradients)."""
@@ -126,20 +133,26 @@ class LogDensityFunctions(NamedTuple):
         diagonal: ``(zeta (K,), probes (P, K), data) -> (K,)``, Hutchinson's estimate of the
             diagonal of -H from the probes (rows of +-1), where ``precision`` is None; else
             None.
+        search: the compiled L-BFGS of :func:`advi.lbfgs.mode_search`, ``(base (K,), scale
+            (), max_steps () int32, abs_tol (), data) -> Search``, which the stages use in
+            place of the host's :func:`find_mode`; or None (the host's).
     """
 
     value_and_grad: Callable[[ArrayLike, Any], tuple[Array, Array]]
     precision: Callable[[ArrayLike, Any], Array] | None
     diagonal: Callable[[ArrayLike, ArrayLike, Any], Array] | None = None
+    search: Callable[..., Search] | None = None
 
 
 def log_density_functions(log_density: Callable[[Array, Any], Array], dim: int,
                           hessian_max_dim: int = HESSIAN_MAX_DIM) -> LogDensityFunctions:
     """Jitted :class:`LogDensityFunctions` of ``log_density(zeta, data) -> ()`` (not yet
-    compiled: the first call, or ``.lower(...).compile()``, compiles them)."""
+    compiled: the first call, or ``.lower(...).compile()``, compiles them). Above
+    ``hessian_max_dim`` they carry the diagonal estimate and the compiled L-BFGS search."""
     value_and_grad = jax.jit(jax.value_and_grad(log_density))
     if dim > hessian_max_dim:
-        return LogDensityFunctions(value_and_grad, None, jax.jit(_hutchinson(value_and_grad)))
+        return LogDensityFunctions(value_and_grad, None, jax.jit(_hutchinson(value_and_grad)),
+                                   jax.jit(mode_search(log_density, GRAD_RTOL)))
     # reverse mode over the jitted gradient: -H = -d(grad)/d(zeta), the model traced once for
     # both functions; faster per call than forward mode over the same gradient (jax.hessian's
     # jacfwd(jacrev)): benchmarks/README.md, "Measurements behind the library's defaults"
@@ -282,16 +295,14 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
     for stage in range(stages):
         whiten = (_whitening(precision, zeta.size)[0] if fns.diagonal is None
                   else np.full(zeta.size, scale))
-
-        def whitened(u: np.ndarray, base: np.ndarray = zeta, whiten: np.ndarray = whiten
-                     ) -> Any:
-            value, grad = value_and_grad(base + _times(whiten, u))
-            with np.errstate(all="ignore"):  # non-finite draws end the search in find_mode
-                return value, _times_transpose(whiten, np.asarray(grad, np.float64))
-
         cap = max_steps // stages if stage < stages - 1 else max_steps - steps
-        shift, met, used = find_mode(whitened, np.zeros_like(zeta), cap,
-                                     MODE_SD_TOL / 10 if stage > 0 else 0.0)
+        abs_tol = MODE_SD_TOL / 10 if stage > 0 else 0.0
+        if fns.search is not None:
+            shift, met, used = _compiled_stage(fns.search, zeta, scale, cap, abs_tol, data,
+                                               dtype)
+        else:
+            shift, met, used = find_mode(_whitened(value_and_grad, zeta, whiten),
+                                         np.zeros_like(zeta), cap, abs_tol)
         zeta, steps, reached = zeta + _times(whiten, shift), steps + used, reached or met
         if fns.precision is not None:
             precision = np.asarray(fns.precision(_cast(zeta, dtype), data), np.float64)
@@ -299,6 +310,27 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
         elif fns.diagonal is not None:
             scale = common_scale(fns, zeta, data, dtype)
     return _Staged(zeta, precision, scale, steps, reached)
+
+
+def _whitened(value_and_grad: Callable, base: np.ndarray, whiten: np.ndarray) -> Callable:
+    """``u -> (log p, C^T grad)`` at zeta = base + C u, on the host."""
+
+    def whitened(u: np.ndarray) -> Any:
+        value, grad = value_and_grad(base + _times(whiten, u))
+        with np.errstate(all="ignore"):  # non-finite draws end the search in find_mode
+            return value, _times_transpose(whiten, np.asarray(grad, np.float64))
+
+    return whitened
+
+
+def _compiled_stage(search: Callable[..., Search], zeta: np.ndarray, scale: float, cap: int,
+                    abs_tol: float, data: Any, dtype: Any) -> tuple[np.ndarray, bool, int]:
+    """One stage by the compiled search: (shift u (K,) float64, test met, iterations)."""
+    out = search(_cast(zeta, dtype), _cast(scale, dtype), np.int32(cap), _cast(abs_tol, dtype),
+                 data)
+    if not np.isfinite(float(out.log_p)):
+        return np.zeros_like(zeta), False, int(out.steps)
+    return np.asarray(out.u, np.float64), bool(out.converged), int(out.steps)
 
 
 def _newton_sd(precision: np.ndarray, grad: np.ndarray) -> tuple[bool, np.ndarray]:

@@ -122,18 +122,19 @@ def test_a_large_latent_space_needs_no_k_by_k_matrix():
 
 def test_the_last_stage_may_use_the_steps_the_first_left():
     """Above the Hessian limit the first stage stops at the relative gradient test (early,
-    where |log p| is large) and the second runs on: with a budget of 150 it ends where a
-    budget of 2,000 ends (16 + 92 steps here), which it could not within half of 150."""
+    where |log p| is large) and the second runs on: with a budget of 300 it ends where a
+    budget of 2,000 ends (6 + 204 steps here), which it could not within half of 300."""
     dim = 200
-    sd = jnp.asarray(np.logspace(-2, 1, dim), jnp.float32)
+    sd = jnp.asarray(np.logspace(-1, 1, dim), jnp.float32)
     mean = jnp.asarray(np.linspace(-1.0, 1.0, dim), jnp.float32)
 
     def log_density(zeta, data):
-        return -1e5 - 0.5 * jnp.sum(((zeta - mean) / sd) ** 2)
+        return -1e4 - 0.5 * jnp.sum(((zeta - mean) / sd) ** 2)
 
     fns = advi.log_density_functions(log_density, dim, hessian_max_dim=2)
     starts = {n: advi.laplace_start(fns, advi.MEANFIELD, jnp.zeros(dim), None, max_steps=n)
-              for n in (150, 2000)}
-    assert starts[150].ok and starts[150].steps == starts[2000].steps < 150
-    error = np.abs(np.asarray(starts[150].params.mu) - np.asarray(mean)) / np.asarray(sd)
-    assert np.max(error) < 0.3  # float32 log p near -1e5 is resolved to 0.008 nats
+              for n in (300, 2000)}
+    assert starts[300].ok and starts[300].steps == starts[2000].steps < 300
+    assert starts[300].steps > 300 // 2
+    error = np.abs(np.asarray(starts[300].params.mu) - np.asarray(mean)) / np.asarray(sd)
+    assert np.max(error) < 0.1  # the second stage's test: |scale grad_k| <= 0.01

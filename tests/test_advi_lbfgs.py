@@ -1,0 +1,111 @@
+"""The compiled L-BFGS search of large models' Laplace start: a known Gaussian's mode by
+both stopping tests, whitened coordinates, non-finite points, and agreement with the host
+search it replaces."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import advi
+from advi.laplace import GRAD_RTOL, find_mode
+from advi.lbfgs import mode_search
+
+
+def _ill_conditioned(dim: int = 40):
+    """log N(z; m, diag(sd^2)) with sds over two decades, around -1e3 nats (float32
+    resolves log p to 6e-5 nats there)."""
+    sd = np.logspace(-1.0, 1.0, dim)
+    mean = np.linspace(-2.0, 2.0, dim) * sd
+
+    def log_density(zeta, data):
+        m, s = data
+        return -1e3 - 0.5 * jnp.sum(((zeta - m) / s) ** 2)
+
+    return log_density, (jnp.asarray(mean, jnp.float32), jnp.asarray(sd, jnp.float32)), mean, sd
+
+
+def _search(log_density, base, scale, max_steps, abs_tol, data):
+    search = jax.jit(mode_search(log_density, GRAD_RTOL))
+    return search(jnp.asarray(base, jnp.float32), jnp.float32(scale), jnp.int32(max_steps),
+                  jnp.float32(abs_tol), data)
+
+
+def test_the_absolute_test_finds_the_mode_to_a_fraction_of_each_sd():
+    log_density, data, mean, sd = _ill_conditioned()
+    out = _search(log_density, np.zeros(sd.size), 1.0, 2000, 1e-2, data)
+    assert bool(out.converged) and 0 < int(out.steps) < 2000
+    assert np.max(np.abs(np.asarray(out.grad))) <= 1e-2
+    # |grad_k| = |z_k - m_k| / sd_k^2 <= 1e-2, so |z_k - m_k| / sd_k <= 1e-2 sd_k
+    np.testing.assert_array_less(np.abs(np.asarray(out.u) - mean) / sd, 1e-2 * sd + 1e-4)
+    assert float(out.log_p) == np.float32(-1e3 + float(jnp.sum(
+        -0.5 * ((out.u - data[0]) / data[1]) ** 2)))
+
+
+def test_the_relative_test_stops_at_grad_rtol_of_log_p():
+    log_density, data, mean, sd = _ill_conditioned()
+    out = _search(log_density, np.zeros(sd.size), 1.0, 2000, 0.0, data)
+    assert bool(out.converged)
+    assert np.linalg.norm(np.asarray(out.grad)) <= GRAD_RTOL * abs(float(out.log_p))
+    # it stopped short of the absolute test's point: the test, not the cap, ended it
+    assert int(out.steps) < int(_search(log_density, np.zeros(sd.size), 1.0, 2000, 1e-2,
+                                        data).steps)
+
+
+def test_whitened_coordinates_are_u_with_zeta_equal_base_plus_scale_u():
+    log_density, data, mean, sd = _ill_conditioned()
+    base, scale = np.full(sd.size, 0.5), 0.5
+    out = _search(log_density, base, scale, 2000, 1e-2, data)
+    assert bool(out.converged)
+    zeta = base + scale * np.asarray(out.u, np.float64)
+    # the test is on the whitened gradient: |scale grad_k| <= 1e-2
+    np.testing.assert_array_less(np.abs(zeta - mean) / sd, 1e-2 * sd / scale + 1e-4)
+    # grad is d log p / d zeta, not the whitened gradient
+    np.testing.assert_allclose(np.asarray(out.grad), (mean - zeta) / sd**2, atol=1e-3)
+
+
+def test_a_cap_of_zero_steps_returns_the_start():
+    log_density, data, mean, sd = _ill_conditioned()
+    out = _search(log_density, np.zeros(sd.size), 1.0, 0, 1e-3, data)
+    assert int(out.steps) == 0 and not bool(out.converged)
+    np.testing.assert_array_equal(np.asarray(out.u), 0.0)
+
+
+def test_a_non_finite_start_returns_no_point():
+    def log_density(zeta, data):
+        return jnp.where(zeta[0] > 1.0, -jnp.sum(zeta**2), -jnp.inf)
+
+    out = _search(log_density, np.zeros(3), 1.0, 100, 1e-3, None)
+    assert float(out.log_p) == -np.inf and int(out.steps) == 0 and not bool(out.converged)
+
+
+def test_the_best_finite_point_is_returned_at_a_wall():
+    # log p rises towards z = 3 but is -inf beyond z = 1 (a constraint the transform missed)
+    def log_density(zeta, data):
+        return jnp.where(zeta[0] < 1.0, -0.5 * jnp.sum((zeta - 3.0) ** 2), -jnp.inf)
+
+    out = _search(log_density, np.zeros(1), 1.0, 200, 1e-6, None)
+    assert np.isfinite(float(out.log_p)) and float(out.u[0]) < 1.0
+    assert float(out.log_p) > -0.5 * 9  # it climbed from u = 0
+
+
+def test_the_compiled_search_reaches_the_host_search_mode():
+    # a milder problem, which SciPy's L-BFGS-B also solves to the test in float32
+    log_density, data, mean, sd = _ill_conditioned()
+    data = (data[0], jnp.sqrt(data[1]))
+    host_vg = jax.jit(jax.value_and_grad(log_density))
+    zeta, converged, _ = find_mode(lambda z: host_vg(np.asarray(z, np.float32), data),
+                                   np.zeros(sd.size), 2000, 1e-2)
+    out = _search(log_density, np.zeros(sd.size), 1.0, 2000, 1e-2, data)
+    assert converged and bool(out.converged)
+    # each is within 1e-2 sd_k^2 of the mode (the test), so within twice that of the other
+    np.testing.assert_array_less(np.abs(np.asarray(out.u) - zeta), 2e-2 * np.sqrt(sd) ** 2)
+
+
+def test_the_laplace_start_above_the_hessian_limit_runs_the_compiled_search():
+    log_density, data, mean, sd = _ill_conditioned()
+    fns = advi.log_density_functions(log_density, sd.size, hessian_max_dim=2)
+    assert fns.search is not None
+    assert advi.log_density_functions(log_density, sd.size).search is None
+    start = advi.laplace_start(fns, advi.MEANFIELD, jnp.zeros(sd.size), data)
+    assert start.ok
+    np.testing.assert_array_less(np.abs(np.asarray(start.params.mu) - mean) / sd, 0.1)
