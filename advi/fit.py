@@ -139,7 +139,8 @@ def fit(
         model_kwargs: the model's keyword arguments, kept apart from the options so that a
             model keyword can never be taken for an option (as NumPyro's ``SVI.run``).
         checkpoint: ``hook(info: CheckpointInfo) -> bool | None`` called every
-            ``checkpoint_every`` iterations and once at the end; its time is excluded from
+            ``checkpoint_every`` iterations, before the first of those at log-spaced ones
+            (:func:`advi.driver.checkpoint_due`), and once at the end; its time is excluded from
             the reported seconds; returning True stops the fit ("stopped by checkpoint").
         clock: ``() -> seconds`` behind every reported time (compile_s, adapt_s, wall_s);
             ``time.perf_counter`` unless a test injects a fake one.

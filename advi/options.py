@@ -65,7 +65,9 @@ class Options:
         minibatch_size: B >= 1 (paper Section 2.6), or None for all the data.
         minibatch_plate: the name of the model's data plate, or None (its only plate, or
             the one called "data").
-        checkpoint_every: iterations between checkpoint-hook calls, or None (eval_elbo).
+        checkpoint_every: iterations between checkpoint-hook calls, or None (eval_elbo);
+            before the first, the hook also runs at log-spaced iterations
+            (:func:`advi.driver.checkpoint_due`).
         init: the initial mean: "random" (N(0, I)), "zero" (Algorithm 1), "stan" (U(-2, 2)).
         optimizer: "stan" (the paper's step-size sequence), an optax name with optional
             numeric arguments ("adam(b2=0.99)"), or an ``optax.GradientTransformation``.

@@ -1,6 +1,7 @@
 """ADVI under the timing protocol: ``advi.fit`` with a checkpoint hook that scores q.
 
-At every checkpoint (``checkpoint_every`` iterations, and at the end) the hook draws S
+At every checkpoint (``checkpoint_every`` iterations, log-spaced ones before the first of
+those, and at the end) the hook draws S
 = ``eval_draws`` samples from the current q, scores them on the held-out data, writes a trace
 row (and, if asked, the mean of those draws, :mod:`advi_repro.runners.posterior`) and asks
 ``advi.fit``

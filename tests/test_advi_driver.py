@@ -5,7 +5,7 @@ import optax
 import pytest
 
 import advi
-from advi.driver import RestartPolicy, Row, Verdict, drive
+from advi.driver import RestartPolicy, Row, Verdict, checkpoint_due, drive
 from advi.step import fresh_state
 
 
@@ -90,7 +90,8 @@ def test_failed_chunks_restart_by_the_policy_and_the_rule_stops_the_run():
     assert [salt for _, _, salt, _ in runner.calls] == [0, 1, 2, 2, 2]  # salted by restarts
     assert list(out.history.iteration) == [10, 20, 30]
     assert list(out.history.wall_s) == [3.0, 4.0, 5.0]  # 1 s per chunk, failed ones too
-    assert hooks == [(20, 4.0), (30, 5.0)]  # the grid, then convergence; none twice
+    # log-spaced before the grid (10 = one chunk), the grid, then convergence; none twice
+    assert hooks == [(10, 3.0), (20, 4.0), (30, 5.0)]
     assert float(out.params.mu[0]) == 30.0 and out.history.max_rhat is None
 
 
@@ -116,6 +117,14 @@ def test_max_iter_warns_the_rules_note_and_cuts_the_last_chunk():
 def test_a_hook_stopping_at_convergence_keeps_the_convergence():
     clock = _Clock()
     out, _ = _drive(1.0, _Rule(stop_at=30), HALVING, clock, _Runner(clock),
-                    checkpoint=lambda info: True, checkpoint_every=30)
+                    checkpoint=lambda info: info.iteration >= 30, checkpoint_every=30)
     assert out.converged and out.reason == "stopped by checkpoint"
     assert int(out.state.iteration) == 30
+
+
+def test_checkpoints_are_log_spaced_before_the_grid():
+    due = [it for it in range(100, 2001, 100) if checkpoint_due(it, 100, 500)]
+    assert due == [100, 200, 400, 500, 1000, 1500, 2000]
+    # a chunk as long as the grid step adds nothing
+    assert [it for it in range(50, 301, 50) if checkpoint_due(it, 50, 50)] == [
+        50, 100, 150, 200, 250, 300]
