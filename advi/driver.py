@@ -146,7 +146,8 @@ def checkpoint_due(iteration: int, chunk_len: int, checkpoint_every: int) -> boo
     """Whether the checkpoint hook runs after ``iteration``: every ``checkpoint_every``
     iterations and, before the first of those, at ``chunk_len`` times 1, 2, 4, ... (so that
     a trace plotted against log time, as the paper's figures are, shows a fit's early
-    progress: with E3's 500, the robust start's score comes at 100 iterations, not 500)."""
+    progress: with E3's 500, the robust fit is first scored after one chunk, 50
+    iterations, not 500)."""
     if iteration % checkpoint_every == 0:
         return True
     if iteration >= checkpoint_every or iteration % chunk_len:

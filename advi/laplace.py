@@ -17,8 +17,8 @@ float32 iterates could not reach the exact mode that the Newton-step test below 
 posterior whose scales span several orders of magnitude. Above it, where that test is not
 made and each step's evaluation is costly, the search is compiled (:mod:`advi.lbfgs`): the
 host's SciPy and round trips cost 30% of each step on E3, and the compiled search reaches a
-higher log p in the same steps (E3: 4.6 s against 7.4 s for the start; E5: 1.4 s against
-2.8 s, a better mode on seeds 1 and 2 of 3; measurements: benchmarks/README.md,
+higher log p in the same steps (E3's start on one core: 5.05 s against 7.36 s; E5: 1.4 s
+against 2.8 s, a better mode on seeds 1 and 2 of 3; measurements: benchmarks/README.md,
 "Measurements behind the library's defaults").
 
 The search runs in :data:`LAPLACE_STAGES` stages; each works in coordinates whitened by the
