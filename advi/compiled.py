@@ -45,6 +45,7 @@ import optax
 from jax import Array
 
 from .algorithm import Algorithm, algorithm
+from .aot import Lazy, aot
 from .checks import scaled_gradient_fn
 from .elbo import ELBOEstimate, elbo_estimate
 from .families import Family
@@ -176,20 +177,6 @@ def _make_elbo(target: Target, family: Family, S: int) -> Callable:
     return elbo
 
 
-class _Lazy:
-    """A jitted function compiled ahead of time on its first call (for the arguments of that
-    call), unless given ``compiled``."""
-
-    def __init__(self, jitted: Any) -> None:
-        self.jitted = jitted
-        self.compiled: Callable | None = None
-
-    def __call__(self, *args: Any) -> Any:
-        if self.compiled is None:
-            self.compiled = self.jitted.lower(*args).compile()
-        return self.compiled(*args)
-
-
 def _make_init(target: Target, family: Family, init: str) -> Callable:
     def initialise(rng_key: Array) -> tuple[tuple[Array, ...], Any, Array, Array]:
         keys = jax.random.split(rng_key, 4)
@@ -240,15 +227,9 @@ class _Compiled(NamedTuple):
     begin: Callable
     laplace: LogDensityFunctions | None
     chunk: Callable
-    checked_chunk: _Lazy  # steps that also check the log density's values
-    elbo: _Lazy
+    checked_chunk: Lazy  # steps that also check the log density's values
+    elbo: Lazy
     gradient_check: Callable  # jitted, compiled on first call (advi.checks)
-
-
-def _aot(jitted: Any, *args: Any) -> Callable:
-    """``jitted`` compiled for arguments like ``args`` (arrays or ``jax.ShapeDtypeStruct``),
-    with XLA's default options: ``jitted.lower(*args).compile()``."""
-    return jitted.lower(*args).compile()
 
 
 def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> _Compiled:
@@ -272,20 +253,20 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
         probes = jax.ShapeDtypeStruct((CURVATURE_PROBES, target.dim), params.mu.dtype)
         scalar = jax.ShapeDtypeStruct((), params.mu.dtype)
         laplace = LogDensityFunctions(
-            _aot(fns.value_and_grad, params.mu, keyed),
-            None if fns.precision is None else _aot(fns.precision, params.mu, keyed),
-            None if fns.diagonal is None else _aot(fns.diagonal, params.mu, probes, keyed),
-            None if fns.search is None else _aot(fns.search, params.mu, scalar, np.int32(1),
+            aot(fns.value_and_grad, params.mu, keyed),
+            None if fns.precision is None else aot(fns.precision, params.mu, keyed),
+            None if fns.diagonal is None else aot(fns.diagonal, params.mu, probes, keyed),
+            None if fns.search is None else aot(fns.search, params.mu, scalar, np.int32(1),
                                                  scalar, keyed))
-    start = (_aot(initialise, key), _aot(jax.jit(_make_begin(optimizer)), params), laplace)
+    start = (aot(initialise, key), aot(jax.jit(_make_begin(optimizer)), params), laplace)
     state, one = jax.eval_shape(_make_begin(optimizer), params), np.ones((), np.int32)
     fast, checked = (jax.jit(_chunk_fn(target, o, optimizer, with_elbo))
                      for with_elbo in (False, True))
-    chunk = _aot(fast, state, np.ones((), dtype), key, one, one, data)
-    elbo = _Lazy(jax.jit(_make_elbo(target, o.family, o.elbo_samples)))
+    chunk = aot(fast, state, np.ones((), dtype), key, one, one, data)
+    elbo = Lazy(jax.jit(_make_elbo(target, o.family, o.elbo_samples)))
     if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
-        elbo.compiled = _aot(elbo.jitted, state.params, key, one, data)
-    return _Compiled(*start, chunk, _Lazy(checked), elbo,
+        elbo.compiled = aot(elbo.jitted, state.params, key, one, data)
+    return _Compiled(*start, chunk, Lazy(checked), elbo,
                      scaled_gradient_fn(target, o.family))
 
 

@@ -1,0 +1,28 @@
+"""Compiling jitted functions ahead of time, through JAX's public AOT API
+(``jax.jit(f).lower(*args).compile()``, XLA's default options), so that a caller can time
+the compilation apart from the run (:mod:`advi.compiled`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def aot(jitted: Any, *args: Any) -> Callable:
+    """``jitted`` compiled for arguments like ``args`` (arrays or ``jax.ShapeDtypeStruct``),
+    with XLA's default options: ``jitted.lower(*args).compile()``."""
+    return jitted.lower(*args).compile()
+
+
+class Lazy:
+    """A jitted function compiled ahead of time on its first call (for the arguments of that
+    call), unless given ``compiled``."""
+
+    def __init__(self, jitted: Any) -> None:
+        self.jitted = jitted
+        self.compiled: Callable | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self.compiled is None:
+            self.compiled = aot(self.jitted, *args)
+        return self.compiled(*args)
