@@ -52,7 +52,11 @@ an earlier stage: L-BFGS only raises log p after it, while the gradient's norm, 
 second stage does not minimise, can rise back above the test (on E3 it did, to 1.12e-3 at a
 point 115,000 nats above the first stage's, and the refused start fell back to a random one
 1 nat per observation worse). The last stage may use whatever steps the earlier ones left
-of ``max_steps``.
+of ``max_steps``. Above ``hessian_max_dim`` a stage also ends when it stalls, log p rising
+by less than :data:`GAIN_RTOL` of itself over :data:`advi.lbfgs.GAIN_WINDOW` iterations,
+rather than at a fixed cap: on a factorisation the means travel along ridges where L-BFGS
+moves far faster than ADVI's diagonal steps, and a start stopped short of the stall leaves
+ADVI thousands of iterations of crawling (:data:`SEARCH_MAX_STEPS`).
 """
 
 from __future__ import annotations
@@ -72,20 +76,38 @@ from .families import Family, FullRankParams, MeanFieldParams
 from .lbfgs import Search, mode_search
 
 LAPLACE_MAX_STEPS = 1300
-"""L-BFGS iterations allowed for the mode, over all stages (a count). The mixture of Figure 1
-(a Dirichlet(10,000) weight makes it stiff) needs about 400 where the Hessian is formed; on
-the paper's largest model, E3 (K = 25,250), L-BFGS is still climbing at any cap, and each of
-its steps moves the means further than two ADVI iterations cost: with 1,300 the start alone
-is within 1% of NUTS's held-out score on two seeds of two, in 6.6-6.8 s on one core with the
-host's search (4.2-4.7 s compiled, :mod:`advi.lbfgs`), where 1,000 (5.1-5.4 s) needed up to
-1,300 more iterations (9.1 s in all) and 2,000 took 11 s (measurements: benchmarks/README.md,
-"Measurements behind the library's defaults")."""
+"""L-BFGS iterations allowed for the mode by the host's search (K <= ``hessian_max_dim``),
+over all stages (a count). The mixture of Figure 1 (a Dirichlet(10,000) weight makes it
+stiff) needs about 400 where the Hessian is formed."""
+
+SEARCH_MAX_STEPS = 5000
+"""L-BFGS iterations allowed for the mode by the compiled search (K > ``hessian_max_dim``),
+over all stages (a count); a stage ends sooner when it stalls (:data:`GAIN_RTOL`). On the
+paper's factorisations L-BFGS keeps climbing long after its gradient test holds, and each
+of its steps costs about one ADVI iteration but moves the means along the factors' ridges,
+where ADVI's diagonal steps crawl: a fixed cap of 1,300 left E4 (K = 23,285) 5% of log p
+below the mode and robust ADVI ran to max_iter 30,000 (136 s, held-out -4.916); stopped by
+the stall test (3,934 steps) the fit stops by itself after 800 iterations (16.9 s,
+-4.905), and E3 starts at -4.536 where the cap gave -4.554 (measurements:
+benchmarks/README.md, "Measurements behind the library's defaults"). The cap bounds what a
+search that never stalls costs (a mode that runs off to a boundary)."""
 
 HESSIAN_MAX_DIM = 2000
 """Largest K whose Hessian is formed for the initial scales (K^2 floats, K gradients)."""
 
 GRAD_RTOL = 1e-3
 """The first stage stops when ||grad|| <= GRAD_RTOL * max(1, |log p|)."""
+
+GAIN_RTOL = 5e-4
+"""Above ``hessian_max_dim`` a stage also ends when log p rose by less than GAIN_RTOL |log p|
+over the last :data:`advi.lbfgs.GAIN_WINDOW` iterations: log p is then within about 0.5%
+of the mode's on E3-E5 (the held-out score per observation moves with log p per
+observation), and the iterations left are ADVI's to spend. 2e-4 starts E3 and E4 nearer
+the mode (-4.510 and -4.892 held-out) but 4 and 6 s later; 7e-4 keeps E3's start time but
+stalled one E4 seed of three early, where ADVI then crawled 10,650 iterations (a late stall
+costs a few hundred L-BFGS steps, an early one thousands of ADVI iterations); with 5e-4 E3
+still comes within 1% of NUTS at its first score, 1.0-1.6 s later than with the fixed cap
+(benchmarks/README.md, "Measurements behind the library's defaults")."""
 
 LAPLACE_STAGES = 2
 """L-BFGS runs, each after the first whitened by the curvature where the last ended."""
@@ -152,7 +174,7 @@ def log_density_functions(log_density: Callable[[Array, Any], Array], dim: int,
     value_and_grad = jax.jit(jax.value_and_grad(log_density))
     if dim > hessian_max_dim:
         return LogDensityFunctions(value_and_grad, None, jax.jit(_hutchinson(value_and_grad)),
-                                   jax.jit(mode_search(log_density, GRAD_RTOL)))
+                                   jax.jit(mode_search(log_density, GRAD_RTOL, GAIN_RTOL)))
     # reverse mode over the jitted gradient: -H = -d(grad)/d(zeta), the model traced once for
     # both functions; faster per call than forward mode over the same gradient (jax.hessian's
     # jacfwd(jacrev)): benchmarks/README.md, "Measurements behind the library's defaults"
@@ -349,7 +371,7 @@ def laplace_start(
     zeta0: ArrayLike,
     data: Any = None,
     *,
-    max_steps: int = LAPLACE_MAX_STEPS,
+    max_steps: int | None = None,
 ) -> LaplaceStart:
     """The Laplace start of the module docstring (runs on the host; not jit-compatible).
 
@@ -359,12 +381,15 @@ def laplace_start(
         family: the variational family whose parameters to build.
         zeta0: (K,) float, where L-BFGS starts; its dtype is the parameters' dtype.
         data: the second argument of ``fns``' functions (the model's arrays).
-        max_steps: L-BFGS iteration bound (over all stages).
+        max_steps: L-BFGS iteration bound (over all stages); None: :data:`LAPLACE_MAX_STEPS`
+            for the host's search, :data:`SEARCH_MAX_STEPS` for the compiled one.
 
     Returns:
         :class:`LaplaceStart`.
     """
     dtype = np.asarray(zeta0).dtype  # jnp.result_type would read this thread's x64 flag
+    if max_steps is None:
+        max_steps = LAPLACE_MAX_STEPS if fns.search is None else SEARCH_MAX_STEPS
     mode, precision, common, steps, reached = _staged_mode(fns, np.asarray(zeta0), data, dtype,
                                                            max_steps)
     value, grad = (np.asarray(a, np.float64)

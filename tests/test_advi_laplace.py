@@ -3,11 +3,14 @@ gradient-only path above hessian_max_dim."""
 
 import tracemalloc
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import advi
+from advi.laplace import GAIN_RTOL, GRAD_RTOL
+from advi.lbfgs import mode_search
 
 
 def _gaussian(scales: np.ndarray, corr: float, seed: int = 0):
@@ -120,11 +123,9 @@ def test_a_large_latent_space_needs_no_k_by_k_matrix():
     np.testing.assert_allclose(np.asarray(start.params.mu), np.asarray(centre), atol=1e-2)
 
 
-def test_the_last_stage_may_use_the_steps_the_first_left():
-    """Above the Hessian limit the first stage stops at the relative gradient test (early,
-    where |log p| is large) and the second runs on: with a budget of 300 it ends where a
-    budget of 2,000 ends (6 + 204 steps here), which it could not within half of 300."""
-    dim = 200
+def _offset_gaussian(dim: int = 200):
+    """log N(zeta; mean, diag(sd^2)) - 1e4, sds over two decades, and its functions above
+    the Hessian limit: as built (the stall test on) and with a search that never stalls."""
     sd = jnp.asarray(np.logspace(-1, 1, dim), jnp.float32)
     mean = jnp.asarray(np.linspace(-1.0, 1.0, dim), jnp.float32)
 
@@ -132,9 +133,31 @@ def test_the_last_stage_may_use_the_steps_the_first_left():
         return -1e4 - 0.5 * jnp.sum(((zeta - mean) / sd) ** 2)
 
     fns = advi.log_density_functions(log_density, dim, hessian_max_dim=2)
+    never = fns._replace(search=jax.jit(mode_search(log_density, GRAD_RTOL)))
+    return fns, never, np.asarray(mean), np.asarray(sd)
+
+
+def test_the_last_stage_may_use_the_steps_the_first_left():
+    """Above the Hessian limit the first stage stops at the relative gradient test (early,
+    where |log p| is large) and the second runs on: with a budget of 300 it ends where a
+    budget of 2,000 ends (6 + 204 steps here), which it could not within half of 300."""
+    _, fns, mean, sd = _offset_gaussian()
+    dim = mean.size
     starts = {n: advi.laplace_start(fns, advi.MEANFIELD, jnp.zeros(dim), None, max_steps=n)
               for n in (300, 2000)}
     assert starts[300].ok and starts[300].steps == starts[2000].steps < 300
     assert starts[300].steps > 300 // 2
-    error = np.abs(np.asarray(starts[300].params.mu) - np.asarray(mean)) / np.asarray(sd)
+    error = np.abs(np.asarray(starts[300].params.mu) - mean) / sd
     assert np.max(error) < 0.1  # the second stage's test: |scale grad_k| <= 0.01
+
+
+def test_above_the_hessian_limit_a_stage_ends_when_it_stalls():
+    """A window of GAIN_WINDOW steps that gains less than GAIN_RTOL |log p| (5 nats at -1e4)
+    ends the stage before its absolute test: fewer steps, log p within that gain of the
+    mode's, every mean still within a tenth of its sd."""
+    fns, never, mean, sd = _offset_gaussian()
+    stalled = advi.laplace_start(fns, advi.MEANFIELD, jnp.zeros(mean.size), None)
+    full = advi.laplace_start(never, advi.MEANFIELD, jnp.zeros(mean.size), None)
+    assert stalled.ok and full.ok and stalled.steps < full.steps
+    assert 0 <= full.log_p - stalled.log_p < GAIN_RTOL * 1e4
+    assert np.max(np.abs(np.asarray(stalled.params.mu) - mean) / sd) < 0.1

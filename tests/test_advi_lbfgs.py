@@ -8,7 +8,7 @@ import numpy as np
 
 import advi
 from advi.laplace import GRAD_RTOL, find_mode
-from advi.lbfgs import mode_search
+from advi.lbfgs import GAIN_WINDOW, mode_search
 
 
 def _ill_conditioned(dim: int = 40):
@@ -24,8 +24,8 @@ def _ill_conditioned(dim: int = 40):
     return log_density, (jnp.asarray(mean, jnp.float32), jnp.asarray(sd, jnp.float32)), mean, sd
 
 
-def _search(log_density, base, scale, max_steps, abs_tol, data):
-    search = jax.jit(mode_search(log_density, GRAD_RTOL))
+def _search(log_density, base, scale, max_steps, abs_tol, data, gain_rtol=0.0):
+    search = jax.jit(mode_search(log_density, GRAD_RTOL, gain_rtol))
     return search(jnp.asarray(base, jnp.float32), jnp.float32(scale), jnp.int32(max_steps),
                   jnp.float32(abs_tol), data)
 
@@ -61,6 +61,26 @@ def test_whitened_coordinates_are_u_with_zeta_equal_base_plus_scale_u():
     np.testing.assert_array_less(np.abs(zeta - mean) / sd, 1e-2 * sd / scale + 1e-4)
     # grad is d log p / d zeta, not the whitened gradient
     np.testing.assert_allclose(np.asarray(out.grad), (mean - zeta) / sd**2, atol=1e-3)
+
+
+def _rosenbrock(zeta, data):
+    """-1 - Rosenbrock's valley in K dimensions: the mode is at 1 (log p = -1), reached
+    along a curved ridge in many more than one window of L-BFGS iterations."""
+    return -1.0 - jnp.sum(100.0 * (zeta[1:] - zeta[:-1] ** 2) ** 2 + (1.0 - zeta[:-1]) ** 2)
+
+
+def test_the_stall_test_ends_the_search_at_a_window_without_gain():
+    base = np.full(30, -1.2)
+    free = _search(_rosenbrock, base, 1.0, 5000, 1e-2, None)
+    assert bool(free.converged) and int(free.steps) > GAIN_WINDOW  # needs several windows
+    np.testing.assert_allclose(np.asarray(free.u) + base, 1.0, atol=1e-2)
+    # a gain no window can reach: the search ends at the first window, the test not met
+    stalled = _search(_rosenbrock, base, 1.0, 5000, 1e-2, None, gain_rtol=1e9)
+    assert int(stalled.steps) == GAIN_WINDOW and not bool(stalled.converged)
+    assert float(stalled.log_p) < float(free.log_p)
+    # a search still climbing is not stopped: the same steps to the same mode
+    climbing = _search(_rosenbrock, base, 1.0, 5000, 1e-2, None, gain_rtol=1e-6)
+    assert int(climbing.steps) == int(free.steps) and bool(climbing.converged)
 
 
 def test_a_cap_of_zero_steps_returns_the_start():
