@@ -10,7 +10,10 @@ makes them, at ``--scale``), runs one after another in this process:
 - ``blackjax_meanfield_vi``: BlackJAX's ``meanfield_vi`` (optax Adam, STL gradients);
 - ``blackjax_pathfinder``: BlackJAX's ``pathfinder`` (one L-BFGS path), rerun with
   ``maxiter`` 30 (its default), 100, 300, 1000 while the budget lasts, it has not
-  converged and its path's draws fit in 1 GiB;
+  converged and its path's draws fit in 1 GiB; a path whose compiled program needs more
+  memory than the machine has free (XLA's own memory analysis: BlackJAX evaluates the log
+  density at every draw of every path point at once, 30 GB on E3) is skipped, its row
+  saying so;
 - ``nuts``: NumPyro's NUTS (Stan's defaults, one chain, warmup and draws of the scale).
 
 The BlackJAX methods run on the model's unconstrained log density
@@ -36,6 +39,7 @@ import argparse
 import functools
 import logging
 import math
+import os
 import re
 import time
 import warnings
@@ -154,6 +158,28 @@ def speedup(ours: Point | None, peer: Point | None) -> str:
     if ours.seconds <= 0:
         return "inf"
     return f"{peer.seconds / ours.seconds:.2f}x"
+
+
+def too_big(stats: Any, available: int) -> str | None:
+    """Why a compiled program would not fit in ``available`` bytes, or None where it fits
+    or its size is unknown; ``stats``: ``jax.stages.Compiled.memory_analysis()`` (argument,
+    output and temporary buffers, bytes), or None where the backend does not report it."""
+    if stats is None:
+        return None
+    needed = (stats.argument_size_in_bytes + stats.output_size_in_bytes
+              + stats.temp_size_in_bytes)
+    if needed <= available:
+        return None
+    return (f"skipped: needs {needed / 2**30:.1f} GiB (XLA's memory analysis), "
+            f"{available / 2**30:.1f} GiB free")
+
+
+def available_memory() -> int:
+    """Free physical memory in bytes (POSIX ``sysconf``), or 2**62 where not reported."""
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 2**62
 
 
 def pathfinder_maxiters(dim: int, memory: int = PATHFINDER_MEMORY) -> list[int]:
@@ -491,6 +517,10 @@ def run_pathfinder(setup: Setup, budget: Budget) -> MethodRun:
         start = time.perf_counter()
         compiled = jax.jit(approximate).lower(key, target.data).compile()
         run.compile_s += time.perf_counter() - start
+        skip = too_big(compiled.memory_analysis(), available_memory())
+        if skip:
+            run.stopped = f"maxiter {maxiter} {skip}"
+            break
         start = time.perf_counter()
         state, iterations = jax.block_until_ready(compiled(key, target.data))
         seconds = time.perf_counter() - start

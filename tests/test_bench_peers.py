@@ -5,6 +5,7 @@ here runs a method, and loading the script imports neither BlackJAX nor JAX."""
 import math
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 from bench_scripts import BENCHMARKS, load
@@ -111,6 +112,16 @@ def test_loading_the_script_imports_neither_blackjax_nor_jax():
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import bench_peers; "
             "assert 'blackjax' not in sys.modules and 'jax' not in sys.modules")
     subprocess.run([sys.executable, "-c", code, str(BENCHMARKS)], check=True)
+
+
+def test_a_compiled_program_larger_than_free_memory_is_named_and_skipped():
+    stats = SimpleNamespace(argument_size_in_bytes=2**30, output_size_in_bytes=0,
+                            temp_size_in_bytes=29 * 2**30)
+    assert bench_peers.too_big(stats, 31 * 2**30) is None
+    assert bench_peers.too_big(stats, 20 * 2**30) == (
+        "skipped: needs 30.0 GiB (XLA's memory analysis), 20.0 GiB free")
+    assert bench_peers.too_big(None, 0) is None  # a backend that does not report sizes
+    assert bench_peers.available_memory() > 0
 
 
 def test_pathfinder_reruns_only_paths_whose_elbo_draws_fit_in_memory():
