@@ -85,12 +85,11 @@ SEARCH_MAX_STEPS = 5000
 over all stages (a count); a stage ends sooner when it stalls (:data:`GAIN_RTOL`). On the
 paper's factorisations L-BFGS keeps climbing long after its gradient test holds, and each
 of its steps costs about one ADVI iteration but moves the means along the factors' ridges,
-where ADVI's diagonal steps crawl: a fixed cap of 1,300 left E4 (K = 23,285) 5% of log p
-below the mode and robust ADVI ran to max_iter 30,000 (136 s, held-out -4.916); stopped by
-the stall test (3,934 steps) the fit stops by itself after 800 iterations (16.9 s,
--4.905), and E3 starts at -4.536 where the cap gave -4.554 (measurements:
-benchmarks/README.md, "Measurements behind the library's defaults"). The cap bounds what a
-search that never stalls costs (a mode that runs off to a boundary)."""
+where ADVI's diagonal steps crawl: stopped at a fixed 1,300 steps, E4's start left robust
+ADVI 30,000 iterations short of stationary; run to its stall (3,300-4,000 steps) the fit
+stops by itself within 850 (benchmarks/README.md, "Measurements behind the library's
+defaults"). The cap bounds what a search that never stalls costs (a mode that runs off to
+a boundary)."""
 
 HESSIAN_MAX_DIM = 2000
 """Largest K whose Hessian is formed for the initial scales (K^2 floats, K gradients)."""
@@ -100,14 +99,13 @@ GRAD_RTOL = 1e-3
 
 GAIN_RTOL = 5e-4
 """Above ``hessian_max_dim`` a stage also ends when log p rose by less than GAIN_RTOL |log p|
-over the last :data:`advi.lbfgs.GAIN_WINDOW` iterations: log p is then within about 0.5%
-of the mode's on E3-E5 (the held-out score per observation moves with log p per
-observation), and the iterations left are ADVI's to spend. 2e-4 starts E3 and E4 nearer
-the mode (-4.510 and -4.892 held-out) but 4 and 6 s later; 7e-4 keeps E3's start time but
-stalled one E4 seed of three early, where ADVI then crawled 10,650 iterations (a late stall
-costs a few hundred L-BFGS steps, an early one thousands of ADVI iterations); with 5e-4 E3
-still comes within 1% of NUTS at its first score, 1.0-1.6 s later than with the fixed cap
-(benchmarks/README.md, "Measurements behind the library's defaults")."""
+over the last :data:`advi.lbfgs.GAIN_WINDOW` iterations: on E3-E5 log p is then within
+about 0.5% of the mode's (the held-out score per observation moves with log p per
+observation), and the iterations left are ADVI's to spend. A smaller value costs E3's
+first score seconds; a larger one stalled one E4 seed of three early, where ADVI then
+crawled 10,650 iterations: a late stall costs a few hundred L-BFGS steps, an early one
+thousands of ADVI iterations (benchmarks/README.md, "Measurements behind the library's
+defaults")."""
 
 LAPLACE_STAGES = 2
 """L-BFGS runs, each after the first whitened by the curvature where the last ended."""

@@ -29,7 +29,7 @@ LBFGS_MEMORY = 10
 """Correction pairs kept by the compiled L-BFGS (SciPy's L-BFGS-B default ``maxcor``)."""
 
 GAIN_WINDOW = 100
-"""Iterations over which the search's gain in log p is measured for its stall test."""
+"""Iterations over which the search's gain in log p is taken for its stall test."""
 
 
 class Search(NamedTuple):
