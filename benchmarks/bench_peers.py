@@ -170,8 +170,8 @@ def too_big(stats: Any, available: int) -> str | None:
               + stats.temp_size_in_bytes)
     if needed <= available:
         return None
-    return (f"skipped: needs {needed / 2**30:.1f} GiB (XLA's memory analysis), "
-            f"{available / 2**30:.1f} GiB free")
+    return (f"skipped: needs {needed / 2**30:.3g} GiB (XLA's memory analysis), "
+            f"{available / 2**30:.3g} GiB free")
 
 
 def available_memory() -> int:

@@ -119,7 +119,7 @@ def test_a_compiled_program_larger_than_free_memory_is_named_and_skipped():
                             temp_size_in_bytes=29 * 2**30)
     assert bench_peers.too_big(stats, 31 * 2**30) is None
     assert bench_peers.too_big(stats, 20 * 2**30) == (
-        "skipped: needs 30.0 GiB (XLA's memory analysis), 20.0 GiB free")
+        "skipped: needs 30 GiB (XLA's memory analysis), 20 GiB free")
     assert bench_peers.too_big(None, 0) is None  # a backend that does not report sizes
     assert bench_peers.available_memory() > 0
 
