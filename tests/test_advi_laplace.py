@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import advi
-from advi.laplace import GAIN_RTOL, GRAD_RTOL
+from advi.laplace import GAIN_RTOL, GRAD_RTOL, SEARCH_MAX_STEPS
 from advi.lbfgs import mode_search
 
 
@@ -71,6 +71,18 @@ def test_a_funnel_has_no_usable_mode():
     fns = advi.log_density_functions(log_density, 10)
     start = advi.laplace_start(fns, advi.MEANFIELD, jnp.ones(10), None)
     assert not start.ok
+
+
+def test_above_the_hessian_limit_a_funnel_is_refused_long_before_the_cap():
+    """The compiled search climbs a funnel ever more slowly for its size: the stall test
+    ends it (a few windows), not SEARCH_MAX_STEPS, and the start is refused."""
+    def log_density(zeta, data):
+        v, x = zeta[0], zeta[1:]
+        return -jnp.sum(0.5 * x**2 * jnp.exp(-v) + 0.5 * v)
+
+    fns = advi.log_density_functions(log_density, 10, hessian_max_dim=2)
+    start = advi.laplace_start(fns, advi.MEANFIELD, jnp.ones(10), None)
+    assert not start.ok and start.steps < SEARCH_MAX_STEPS // 10
 
 
 def test_above_hessian_max_dim_the_mean_moves_and_every_scale_is_the_common_one():
