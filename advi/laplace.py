@@ -68,12 +68,11 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 import scipy.linalg
-import scipy.optimize
 from jax import Array
 from jax.typing import ArrayLike
 
 from .families import Family, FullRankParams, MeanFieldParams
-from .lbfgs import Search, mode_search
+from .lbfgs import Search, find_mode, mode_search
 
 LAPLACE_MAX_STEPS = 1300
 """L-BFGS iterations allowed for the mode by the host's search (K <= ``hessian_max_dim``),
@@ -155,7 +154,7 @@ class LogDensityFunctions(NamedTuple):
             None.
         search: the compiled L-BFGS of :func:`advi.lbfgs.mode_search`, ``(base (K,), scale
             (), max_steps () int32, abs_tol (), data) -> Search``, which the stages use in
-            place of the host's :func:`find_mode`; or None (the host's).
+            place of the host's :func:`advi.lbfgs.find_mode`; or None (the host's).
     """
 
     value_and_grad: Callable[[ArrayLike, Any], tuple[Array, Array]]
@@ -207,54 +206,6 @@ def common_scale(fns: LogDensityFunctions, mode: np.ndarray, data: Any, dtype: A
                    np.float64)
     median = float(np.median(d))
     return 1 / math.sqrt(median) if math.isfinite(median) and median > 0 else 1.0
-
-
-def find_mode(
-    value_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]],
-    zeta0: np.ndarray,
-    max_steps: int = LAPLACE_MAX_STEPS,
-    abs_tol: float = 0.0,
-) -> tuple[np.ndarray, bool, int]:
-    """Maximise a log density by L-BFGS (SciPy's L-BFGS-B, no bounds) from ``zeta0``.
-
-    Args:
-        value_and_grad: ``zeta (K,) float64 -> (log p, grad (K,))`` on the host.
-        zeta0: (K,) starting point.
-        max_steps: iteration bound.
-        abs_tol: > 0: stop when max_k |grad_k| <= abs_tol; 0: when ||grad|| <=
-            GRAD_RTOL max(1, |log p|).
-
-    Returns:
-        (zeta (K,) float64, converged (the gradient test holds there), iterations).
-        Non-finite values end the search at the last finite point.
-    """
-    best: dict[str, Any] = {"zeta": np.asarray(zeta0, np.float64), "value": -np.inf}
-
-    def loss(zeta: np.ndarray) -> tuple[float, np.ndarray]:
-        value, grad = value_and_grad(zeta)
-        value, grad = float(value), np.asarray(grad, np.float64)
-        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
-            return np.inf, np.zeros_like(zeta)
-        if value > best["value"]:
-            best.update(zeta=zeta.copy(), value=value, grad=grad)
-        return -value, -grad
-
-    def small(grad: np.ndarray, value: float) -> bool:
-        if abs_tol > 0:
-            return bool(np.max(np.abs(grad)) <= abs_tol)
-        return bool(np.linalg.norm(grad) <= GRAD_RTOL * max(1.0, abs(value)))
-
-    def stop(intermediate_result: scipy.optimize.OptimizeResult) -> None:
-        if "grad" in best and small(best["grad"], best["value"]):
-            raise StopIteration
-
-    out = scipy.optimize.minimize(
-        loss, best["zeta"], jac=True, method="L-BFGS-B", callback=stop,
-        options={"maxiter": max_steps, "gtol": 0.0, "ftol": 0.0, "maxls": 40},
-    )
-    if "grad" not in best:
-        return best["zeta"], False, int(out.nit)
-    return best["zeta"], small(best["grad"], best["value"]), int(out.nit)
 
 
 def _host(fn: Callable, data: Any, dtype: Any) -> Callable[[np.ndarray], Any]:
@@ -322,7 +273,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
                                                dtype)
         else:
             shift, met, used = find_mode(_whitened(value_and_grad, zeta, whiten),
-                                         np.zeros_like(zeta), cap, abs_tol)
+                                         np.zeros_like(zeta), cap, GRAD_RTOL, abs_tol)
         zeta, steps, reached = zeta + _times(whiten, shift), steps + used, reached or met
         if fns.precision is not None:
             precision = np.asarray(fns.precision(_cast(zeta, dtype), data), np.float64)

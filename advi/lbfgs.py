@@ -1,18 +1,18 @@
-"""A compiled L-BFGS search for the Laplace start of large models (optax's L-BFGS).
+"""The Laplace start's L-BFGS searches: on the host (SciPy) and compiled (optax).
 
-Above :data:`advi.laplace.HESSIAN_MAX_DIM` the Laplace start spends its time in L-BFGS
-(1,500 to 1,800 steps on E3, K = 25,250; 3,300 to 4,000 on E4). On the host (SciPy's
-L-BFGS-B) each step costs the log density's value and gradient plus SciPy's own work and
-the host round trips, 30% of the step at that size; compiled (``optax.lbfgs``, Liu &
+:func:`find_mode` runs SciPy's L-BFGS-B (Byrd, Lu, Nocedal & Zhu 1995) on the host in
+float64, calling the compiled log density and gradient; the Laplace start uses it up to
+:data:`advi.laplace.HESSIAN_MAX_DIM`, where the compile of a search would cost more than a
+whole fit and float32 iterates cannot meet the exact-mode test of a formed Hessian.
+
+:func:`mode_search` is the search above that size, where the start spends its time in
+L-BFGS (1,500 to 1,800 steps on E3, K = 25,250; 3,300 to 4,000 on E4): there SciPy's own
+work and the host round trips cost 30% of each step, while compiled (``optax.lbfgs``, Liu &
 Nocedal 1989, with optax's zoom line search for the strong Wolfe conditions, Nocedal &
 Wright 2006, Algorithm 3.5, inside one ``jax.lax.while_loop``) the step is the evaluation
-alone, and 1,300 steps reach a higher log p sooner (benchmarks/README.md, "Measurements
-behind the library's defaults"). Below that size the host search stays: there the compile
-costs more than a whole fit, and float32 iterates cannot meet the exact-mode test of a
-formed Hessian.
-
-The search maximises log p(base + scale * u) over u from u = 0, so that a stage whitened by
-one common scale (:func:`advi.laplace.common_scale`) runs in the same compiled function.
+alone (benchmarks/README.md, "Measurements behind the library's defaults"). It maximises
+log p(base + scale * u) over u from u = 0, so that a stage whitened by one common scale
+(:func:`advi.laplace.common_scale`) runs in the same compiled function.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
+import scipy.optimize
 from jax import Array
 
 LBFGS_MEMORY = 10
@@ -59,7 +61,7 @@ def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
     the best finite point, as the host search does), or when the test holds: with
     ``abs_tol`` > 0, every whitened gradient coordinate |scale grad_k| <= abs_tol; with
     ``abs_tol`` = 0, ||grad|| <= ``grad_rtol`` max(1, |log p|) (the tests of
-    :func:`advi.laplace.find_mode`), or when the search has stalled: log p rose by less
+    :func:`find_mode`), or when the search has stalled: log p rose by less
     than ``gain_rtol`` |log p| over the last :data:`GAIN_WINDOW` iterations (0: never; a
     stall does not count as the test met).
     """
@@ -104,3 +106,53 @@ def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
         return jax.lax.while_loop(lambda c: ~c[4], body, carry)[2]
 
     return search
+
+
+def find_mode(
+    value_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    zeta0: np.ndarray,
+    max_steps: int,
+    grad_rtol: float,
+    abs_tol: float = 0.0,
+) -> tuple[np.ndarray, bool, int]:
+    """Maximise a log density by L-BFGS (SciPy's L-BFGS-B, no bounds) from ``zeta0``.
+
+    Args:
+        value_and_grad: ``zeta (K,) float64 -> (log p, grad (K,))`` on the host.
+        zeta0: (K,) starting point.
+        max_steps: iteration bound.
+        grad_rtol: the relative test's tolerance.
+        abs_tol: > 0: stop when max_k |grad_k| <= abs_tol; 0: when ||grad|| <=
+            ``grad_rtol`` max(1, |log p|).
+
+    Returns:
+        (zeta (K,) float64, converged (the gradient test holds there), iterations).
+        Non-finite values end the search at the last finite point.
+    """
+    best: dict[str, Any] = {"zeta": np.asarray(zeta0, np.float64), "value": -np.inf}
+
+    def loss(zeta: np.ndarray) -> tuple[float, np.ndarray]:
+        value, grad = value_and_grad(zeta)
+        value, grad = float(value), np.asarray(grad, np.float64)
+        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+            return np.inf, np.zeros_like(zeta)
+        if value > best["value"]:
+            best.update(zeta=zeta.copy(), value=value, grad=grad)
+        return -value, -grad
+
+    def small(grad: np.ndarray, value: float) -> bool:
+        if abs_tol > 0:
+            return bool(np.max(np.abs(grad)) <= abs_tol)
+        return bool(np.linalg.norm(grad) <= grad_rtol * max(1.0, abs(value)))
+
+    def stop(intermediate_result: scipy.optimize.OptimizeResult) -> None:
+        if "grad" in best and small(best["grad"], best["value"]):
+            raise StopIteration
+
+    out = scipy.optimize.minimize(
+        loss, best["zeta"], jac=True, method="L-BFGS-B", callback=stop,
+        options={"maxiter": max_steps, "gtol": 0.0, "ftol": 0.0, "maxls": 40},
+    )
+    if "grad" not in best:
+        return best["zeta"], False, int(out.nit)
+    return best["zeta"], small(best["grad"], best["value"]), int(out.nit)

@@ -39,12 +39,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .families import Family
-from .laplace import (
-    LaplaceStart,
-    LogDensityFunctions,
-    find_mode,
-    laplace_start,
-)
+from .laplace import GRAD_RTOL, LaplaceStart, LogDensityFunctions, laplace_start
+from .lbfgs import find_mode
 
 EXTRA_STARTS = 4
 """L-BFGS starts from U(-2, 2) besides the one from the fit's initial mean."""
@@ -133,7 +129,8 @@ def _extra_modes(fns: LogDensityFunctions, start: LaplaceStart, family: Family, 
                 value, grad = value_and_grad(init + scale @ u)
                 return value, scale.T @ np.asarray(grad, np.float64)
 
-        shift, converged, used = find_mode(whitened, np.zeros(here.size), EXTRA_START_STEPS)
+        shift, converged, used = find_mode(whitened, np.zeros(here.size), EXTRA_START_STEPS,
+                                           GRAD_RTOL)
         zeta = init + scale @ shift
         steps += used
         value = float(value_and_grad(zeta)[0])
