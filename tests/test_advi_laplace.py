@@ -61,14 +61,15 @@ def test_fullrank_start_is_the_laplace_approximation():
                                rtol=1e-5)
 
 
-def test_a_funnel_has_no_usable_mode():
-    # a funnel with a flat prior on the log scale v (as a centred hierarchical model's
-    # group scale): log p grows without bound as v goes to -inf with x at 0
-    def log_density(zeta, data):
-        v, x = zeta[0], zeta[1:]
-        return -jnp.sum(0.5 * x**2 * jnp.exp(-v) + 0.5 * v)
+def _funnel(zeta, data):
+    """A funnel with a flat prior on the log scale v (as a centred hierarchical model's
+    group scale): log p grows without bound as v goes to -inf with x at 0."""
+    v, x = zeta[0], zeta[1:]
+    return -jnp.sum(0.5 * x**2 * jnp.exp(-v) + 0.5 * v)
 
-    fns = advi.log_density_functions(log_density, 10)
+
+def test_a_funnel_has_no_usable_mode():
+    fns = advi.log_density_functions(_funnel, 10)
     start = advi.laplace_start(fns, advi.MEANFIELD, jnp.ones(10), None)
     assert not start.ok
 
@@ -76,11 +77,7 @@ def test_a_funnel_has_no_usable_mode():
 def test_above_the_hessian_limit_a_funnel_is_refused_long_before_the_cap():
     """The compiled search climbs a funnel ever more slowly for its size: the stall test
     ends it (a few windows), not SEARCH_MAX_STEPS, and the start is refused."""
-    def log_density(zeta, data):
-        v, x = zeta[0], zeta[1:]
-        return -jnp.sum(0.5 * x**2 * jnp.exp(-v) + 0.5 * v)
-
-    fns = advi.log_density_functions(log_density, 10, hessian_max_dim=2)
+    fns = advi.log_density_functions(_funnel, 10, hessian_max_dim=2)
     start = advi.laplace_start(fns, advi.MEANFIELD, jnp.ones(10), None)
     assert not start.ok and start.steps < SEARCH_MAX_STEPS // 10
 
