@@ -19,14 +19,22 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from numpyro.distributions import constraints
-from numpyro.distributions.transforms import IndependentTransform, Transform, biject_to
+from numpyro.distributions.transforms import (
+    IndependentTransform,
+    ParameterFreeTransform,
+    Transform,
+    biject_to,
+)
 
 
-class CumulativeExp(Transform):
+class CumulativeExp(ParameterFreeTransform):
     """Stan's positive-ordered transform: theta_k = sum_{j <= k} exp(zeta_j).
 
     Maps (..., K) reals onto 0 < theta_1 < ... < theta_K. log|det J| = sum_k zeta_k (the
-    Jacobian is lower triangular with diagonal exp(zeta_k)).
+    Jacobian is lower triangular with diagonal exp(zeta_k)). A transform without
+    parameters, a JAX pytree with no leaves, as NumPyro's own ``ExpTransform``: NumPyro
+    registers every ``Transform`` subclass as a pytree when it is defined, and before 0.22
+    that needs the ``tree_flatten`` that ``ParameterFreeTransform`` gives.
     """
 
     domain = constraints.real_vector

@@ -28,6 +28,8 @@ clock (compiled ahead of time, or reported apart by ``advi.fit``), and so is sco
     python benchmarks/bench_peers.py --experiments linreg_ard --scale smoke
     python benchmarks/bench_peers.py --experiments gamma_poisson_nmf \\
         --methods advi_robust numpyro_svi nuts --budget-s 600
+    python benchmarks/bench_peers.py --experiments gamma_poisson_nmf \\
+        --methods advi_robust numpyro_svi --reference -4.5113    # no NUTS: a given lpd
 
 Needs BlackJAX for its two methods (``pip install -e ".[bench]"``). Prints, per experiment,
 a markdown table per method and our ratios against each peer (benchmarks/README.md).
@@ -235,8 +237,12 @@ def ratio_table(runs: Sequence[MethodRun], reference: float | None) -> str:
     return "\n".join(lines)
 
 
-def reference_lpd(runs: Sequence[MethodRun]) -> float | None:
-    """NUTS's final lpd (all its post-warmup draws), or None without a NUTS trace."""
+def reference_lpd(runs: Sequence[MethodRun], given: float | None = None) -> float | None:
+    """The lpd every method is timed against: ``given`` (``--reference``, a longer NUTS
+    run's, say) when not None, else NUTS's final lpd (all its post-warmup draws), or None
+    without a NUTS trace."""
+    if given is not None:
+        return given
     nuts = next((run for run in runs if run.method == "nuts" and run.trace), None)
     return None if nuts is None else nuts.trace[-1].lpd
 
@@ -631,8 +637,10 @@ def run_experiment(name: str, methods: Sequence[str], args: argparse.Namespace) 
     order = sorted(methods, key=lambda m: m != "nuts")
     runs = {method: run_method(method, setup, budget) for method in order}
     runs_in_order = [runs[m] for m in methods]
-    reference = reference_lpd(runs_in_order)
-    print(f"\nNUTS's final held-out lpd: {reference if reference is None else f'{reference:.4f}'}"
+    reference = reference_lpd(runs_in_order, args.reference)
+    source = ("given (--reference)" if args.reference is not None
+              else "NUTS's final held-out lpd")
+    print(f"\nreference, {source}: {reference if reference is None else f'{reference:.4f}'}"
           f" (within 1%: >= {'n/a' if reference is None else f'{threshold(reference):.4f}'})\n")
     print(method_table(runs_in_order, reference, floor_ms))
     print()
@@ -654,6 +662,9 @@ def _arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="iterations between checkpoints (default: the experiment's "
                              "checkpoint_every for Stan's preset)")
     parser.add_argument("--seed", type=int, default=0, help="inference seed (default 0)")
+    parser.add_argument("--reference", type=float, default=None,
+                        help="held-out lpd to time every method against, instead of this "
+                             "run's NUTS (one experiment only; default: NUTS's final lpd)")
     parser.add_argument("--results-dir", default=str(common.ROOT / "results"),
                         help="where the data are made or found (default <repo>/results)")
     return parser.parse_args(argv)
@@ -664,6 +675,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         experiments = check_names(args.experiments, EXPERIMENTS, "experiment")
         methods = check_names(args.methods, METHODS, "method")
+        if args.reference is not None and len(experiments) != 1:
+            raise ValueError(f"--reference {args.reference} is one experiment's lpd, but "
+                             f"{len(experiments)} experiments were asked for: name one")
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
     print("# Peers benchmark")

@@ -53,3 +53,18 @@ def test_log_density_is_the_log_jacobian(support, shape, keep):
         np.testing.assert_allclose(log_det, np.linalg.slogdet(jac)[1], rtol=1e-6, atol=1e-6)
         value = np.asarray(target.constrain(jnp.asarray(zeta))["theta"])
         assert bool(support(value).all())
+
+
+def test_the_positive_ordered_transform_is_a_leafless_pytree_that_crosses_jit():
+    # NumPyro registers every Transform subclass as a pytree when the class is defined;
+    # before NumPyro 0.22 a subclass without tree_flatten failed at `import advi`.
+    from advi.transforms import unconstraining_transform
+
+    transform = unconstraining_transform(constraints.positive_ordered_vector)
+    leaves, treedef = jax.tree_util.tree_flatten(transform)
+    assert leaves == []
+    assert type(jax.tree_util.tree_unflatten(treedef, leaves)) is type(transform)
+    zeta = jnp.array([0.0, -1.0, 0.5])
+    theta = jax.jit(lambda t, z: t(z))(transform, zeta)
+    np.testing.assert_allclose(theta, np.cumsum(np.exp(np.asarray(zeta))), rtol=1e-6)
+    np.testing.assert_allclose(transform.inv(theta), zeta, atol=1e-6)

@@ -64,6 +64,9 @@ def test_the_reference_is_nuts_final_lpd():
     assert bench_peers.reference_lpd([STAN, NUTS]) == -2.0
     assert bench_peers.reference_lpd([STAN, SVI]) is None
     assert bench_peers.reference_lpd([MethodRun("nuts", [], "error: boom")]) is None
+    # --reference: a given lpd wins over this run's NUTS, and needs no NUTS at all
+    assert bench_peers.reference_lpd([STAN, NUTS], given=-4.5) == -4.5
+    assert bench_peers.reference_lpd([STAN, SVI], given=-4.5) == -4.5
 
 
 def test_the_method_table_has_a_row_per_method_with_its_time_to_the_threshold():
@@ -106,6 +109,11 @@ def test_names_are_checked_against_the_valid_ones_in_their_order():
 def test_an_unknown_experiment_stops_before_anything_runs(capsys):
     with pytest.raises(SystemExit, match="unknown experiment 'e9'.*linreg_ard, election88"):
         bench_peers.main(["--experiments", "e9"])
+
+
+def test_a_given_reference_with_two_experiments_stops_before_anything_runs():
+    with pytest.raises(SystemExit, match="--reference -4.5 is one experiment's lpd, but 2 "):
+        bench_peers.main(["--experiments", "linreg_ard", "election88", "--reference", "-4.5"])
 
 
 def test_loading_the_script_imports_neither_blackjax_nor_jax():
