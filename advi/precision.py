@@ -52,21 +52,46 @@ LOG_P_SPACING = 1.0
 spacing of log p exceeds this many nats."""
 
 
+MATMUL_PRECISION = "highest"
+"""JAX's ``default_matmul_precision`` in a fit whose caller has set none: matrix products in
+the dtype's own precision. JAX's default lets the backend choose, and on NVIDIA GPUs since
+Ampere it runs float32 products in TensorFloat-32 (10-bit mantissa, about 5e-4 relative),
+which moved a full-rank fit of an ill-conditioned regression 0.23 posterior sds on an H200
+where float32 keeps it within 0.1 (benchmarks/README.md, "On a GPU"). CPUs compute float32
+products in float32 either way."""
+
+
+@contextlib.contextmanager
+def matmul_scope() -> Iterator[None]:
+    """A context in which JAX traces matrix products at :data:`MATMUL_PRECISION`, unless
+    the caller chose a precision (``jax_default_matmul_precision`` set globally or by
+    ``jax.default_matmul_precision``), which is kept: TensorFloat-32 stays available to a
+    user who asks for it. Uses JAX's public ``jax.default_matmul_precision``, local to the
+    calling thread."""
+    if jax.config.jax_default_matmul_precision is not None:
+        yield
+    else:
+        with jax.default_matmul_precision(MATMUL_PRECISION):
+            yield
+
+
 @contextlib.contextmanager
 def scope(dtype: str | None) -> Iterator[None]:
     """A context in which JAX's default float is ``dtype``'s ("float32", "float64"); None
-    and "auto" leave it as it is (the caller's setting).
+    and "auto" leave it as it is (the caller's setting). Matrix products are traced at the
+    dtype's full precision (:func:`matmul_scope`).
 
     Raises:
         ValueError: for a value not in :data:`DTYPES`.
     """
     if dtype not in DTYPES:
         raise ValueError(f"dtype={dtype!r} is not valid; use one of {DTYPES}")
-    if dtype in ("float32", "float64"):
-        with jax.enable_x64(dtype == "float64"):
+    with matmul_scope():
+        if dtype in ("float32", "float64"):
+            with jax.enable_x64(dtype == "float64"):
+                yield
+        else:
             yield
-    else:
-        yield
 
 
 def scope_of(params: Any) -> contextlib.AbstractContextManager:

@@ -682,8 +682,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(f"error: {error}") from None
     print("# Peers benchmark")
     common.print_environment()
-    for name in experiments:
-        run_experiment(name, methods, args)
+    from advi.precision import matmul_scope
+
+    with matmul_scope():  # every method's matrix products in float32, on a GPU too
+        for name in experiments:
+            run_experiment(name, methods, args)
     print(f"\nload average at the end: {common.format_load()}")
 
 

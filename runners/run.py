@@ -11,6 +11,7 @@ from typing import Any
 
 import jax
 
+from advi.precision import matmul_scope
 from advi_repro import models
 from advi_repro.planning.config import Config
 from advi_repro.planning.data import describe_data, load_problem, prepare_data
@@ -64,6 +65,9 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
 
     The process is first pinned to its share of CPUs (``run.cores``,
     :func:`advi_repro.runners.cpus.cpu_share`), which ``info.json`` records under ``resources``.
+    Every method and the scoring trace their matrix products at full precision
+    (:func:`advi.precision.matmul_scope`: float32 on a GPU too, not TensorFloat-32), as
+    ``advi.fit`` does, so that all methods compute alike on any device.
 
     Returns:
         The run's output folder.
@@ -72,7 +76,7 @@ def execute(run: Config, resolved_config: dict[str, Any]) -> Path:
         Interrupted: a signal stopped the run (its ``exit_code``: 128 + the signal).
         ValueError: ``run.cores`` is more than the CPUs this process may use.
     """
-    with cpu_share(run.cores, run.results_dir) as share:
+    with cpu_share(run.cores, run.results_dir) as share, matmul_scope():
         return _execute(run, resolved_config, lambda: share.recount(run.results_dir))
 
 

@@ -132,14 +132,14 @@ def test_a_large_latent_space_needs_no_k_by_k_matrix():
     np.testing.assert_allclose(np.asarray(start.params.mu), np.asarray(centre), atol=1e-2)
 
 
-def _offset_gaussian(dim: int = 200):
-    """log N(zeta; mean, diag(sd^2)) - 1e4, sds over two decades, and its functions above
+def _offset_gaussian(dim: int = 200, offset: float = 1e4):
+    """log N(zeta; mean, diag(sd^2)) - offset, sds over two decades, and its functions above
     the Hessian limit: as built (the stall test on) and with a search that never stalls."""
     sd = jnp.asarray(np.logspace(-1, 1, dim), jnp.float32)
     mean = jnp.asarray(np.linspace(-1.0, 1.0, dim), jnp.float32)
 
     def log_density(zeta, data):
-        return -1e4 - 0.5 * jnp.sum(((zeta - mean) / sd) ** 2)
+        return -offset - 0.5 * jnp.sum(((zeta - mean) / sd) ** 2)
 
     fns = advi.log_density_functions(log_density, dim, hessian_max_dim=2)
     never = fns._replace(search=jax.jit(mode_search(log_density, GRAD_RTOL)))
@@ -149,8 +149,10 @@ def _offset_gaussian(dim: int = 200):
 def test_the_last_stage_may_use_the_steps_the_first_left():
     """Above the Hessian limit the first stage stops at the relative gradient test (early,
     where |log p| is large) and the second runs on: with a budget of 300 it ends where a
-    budget of 2,000 ends (6 + 204 steps here), which it could not within half of 300."""
-    _, fns, mean, sd = _offset_gaussian()
+    budget of 2,000 ends (15 + 181 steps here), which it could not within half of 300. At
+    -1e3 float32 resolves log p to 6e-5 nats, so the second stage meets its test on any
+    platform (at -1e4, on an H200, it ran out of steps short of it)."""
+    _, fns, mean, sd = _offset_gaussian(offset=1e3)
     dim = mean.size
     starts = {n: advi.laplace_start(fns, advi.MEANFIELD, jnp.zeros(dim), None, max_steps=n)
               for n in (300, 2000)}

@@ -133,3 +133,30 @@ def test_float32_pinned_at_1e6_warns_instead():
         result = advi.fit(normal_mean, y, rng_key=jax.random.PRNGKey(0), preset="robust",
                           dtype="float32")
     assert result.params.mu.dtype == np.float32
+
+
+def _recording_target(seen: list):
+    """A 3-d standard normal whose log density records, each time JAX traces it, the matrix
+    product precision in force; a fresh closure, so no compiled function is reused."""
+
+    def log_density(zeta):
+        seen.append(jax.config.jax_default_matmul_precision)
+        return -0.5 * zeta @ zeta
+
+    return advi.from_log_density(log_density, dim=3)
+
+
+@pytest.mark.parametrize("preset", ["stan", "robust"])
+def test_a_fit_traces_matrix_products_at_full_precision_unless_the_user_chose(preset):
+    # JAX's default lets a GPU run float32 products in TensorFloat-32; a fit asks for the
+    # dtype's own precision, and leaves the user's setting as it was
+    options = dict(preset=preset, max_iter=200, khat_samples=0)
+    seen: list = []
+    result = advi.fit(_recording_target(seen), rng_key=jax.random.PRNGKey(0), **options)
+    result.sample(jax.random.PRNGKey(1), 10)
+    assert seen and set(seen) == {precision.MATMUL_PRECISION}
+    assert jax.config.jax_default_matmul_precision is None
+    chosen: list = []
+    with jax.default_matmul_precision("tensorfloat32"):
+        advi.fit(_recording_target(chosen), rng_key=jax.random.PRNGKey(0), **options)
+    assert chosen and set(chosen) == {"tensorfloat32"}
