@@ -31,6 +31,7 @@ from jax import Array
 
 from .families import Family, get_family
 from .options import Options
+from .precision import matmul_scope
 from .presets import resolve
 from .result import Approximation
 from .step import ADVIState, StepInfo, fresh_state, step
@@ -85,6 +86,10 @@ def algorithm(
             False computes only the log density's gradient, which is cheaper where the
             value needs work the gradient does not (:mod:`advi.elbo`), and ``elbo`` is None.
 
+    The functions trace matrix products at the dtype's full precision, as :func:`advi.fit`
+    does (:func:`advi.precision.matmul_scope`; a precision the caller set when tracing them
+    is kept).
+
     Raises:
         ValueError: naming an invalid family, optimizer, grad_samples or init and the valid
             values (checked as :class:`advi.Options` checks them).
@@ -96,17 +101,23 @@ def algorithm(
         init=init), {}).grad_samples)
     bare = target._replace(data=None)
 
+    # each function traces its matrix products at full precision unless the caller chose
+    # one (matmul_scope), as advi.fit does: the setting is read when JAX traces them
     def init_fn(rng_key: Array | None, params: Any = None) -> ADVIState:
-        if params is None:
-            params = fam.init(rng_key, bare.dim, init)
-        return fresh_state(params, opt, jnp.zeros((), jnp.int32))
+        with matmul_scope():
+            if params is None:
+                params = fam.init(rng_key, bare.dim, init)
+            return fresh_state(params, opt, jnp.zeros((), jnp.int32))
 
     def step_fn(state: ADVIState, rng_key: Array, eta: float | Array, data: Any
                 ) -> tuple[ADVIState, StepInfo]:
-        return step(bare._replace(data=data), state, rng_key, eta, family=fam, optimizer=opt,
-                    grad_samples=draws, precondition=precondition, with_elbo=with_elbo)
+        with matmul_scope():
+            return step(bare._replace(data=data), state, rng_key, eta, family=fam,
+                        optimizer=opt, grad_samples=draws, precondition=precondition,
+                        with_elbo=with_elbo)
 
     def sample_fn(params: Any, rng_key: Array, num_samples: int) -> Array:
-        return Approximation(fam, params, bare).sample_zeta(rng_key, num_samples)
+        with matmul_scope():
+            return Approximation(fam, params, bare).sample_zeta(rng_key, num_samples)
 
     return Algorithm(init_fn, step_fn, sample_fn)

@@ -160,3 +160,25 @@ def test_a_fit_traces_matrix_products_at_full_precision_unless_the_user_chose(pr
     with jax.default_matmul_precision("tensorfloat32"):
         advi.fit(_recording_target(chosen), rng_key=jax.random.PRNGKey(0), **options)
     assert chosen and set(chosen) == {"tensorfloat32"}
+
+
+def _dot_precisions(lowered_text: str) -> set:
+    """The precisions of the dot_general ops in a lowered program's StableHLO text."""
+    import re
+
+    return set(re.findall(r"dot_general .*precision = \[(\w+),", lowered_text))
+
+
+@pytest.mark.parametrize("family", ["meanfield", "fullrank"])
+def test_the_algorithms_step_asks_for_full_precision_products_unless_the_user_chose(family):
+    # advi.algorithm's functions are traced inside the user's own jit, after advi.fit's
+    # scope has closed: they set the precision themselves, and keep the caller's
+    matrix = jnp.asarray(np.eye(3) + 0.1, jnp.float32)
+    target = advi.from_log_density(lambda z: -0.5 * z @ matrix @ z, dim=3)
+    alg = advi.algorithm(target, family=family, grad_samples=2)
+    state = alg.init(jax.random.PRNGKey(0))
+    step = jax.jit(lambda s, k: alg.step(s, k, 0.1, None))
+    assert _dot_precisions(step.lower(state, jax.random.PRNGKey(1)).as_text()) == {"HIGHEST"}
+    with jax.default_matmul_precision("tensorfloat32"):
+        chosen = step.lower(state, jax.random.PRNGKey(1)).as_text()
+    assert "HIGHEST" not in _dot_precisions(chosen) and _dot_precisions(chosen)
