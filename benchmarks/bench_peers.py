@@ -11,9 +11,9 @@ makes them, at ``--scale``), runs one after another in this process:
 - ``blackjax_pathfinder``: BlackJAX's ``pathfinder`` (one L-BFGS path), rerun with
   ``maxiter`` 30 (its default), 100, 300, 1000 while the budget lasts, it has not
   converged and its path's draws fit in 1 GiB; a path whose compiled program needs more
-  memory than the machine has free (XLA's own memory analysis: BlackJAX evaluates the log
-  density at every draw of every path point at once, 30 GB on E3) is skipped, its row
-  saying so;
+  memory than the device has free (XLA's own memory analysis against the GPU's free memory,
+  or the host's on a CPU: BlackJAX evaluates the log density at every draw of every path
+  point at once, 30 GB on E3) is skipped, its row saying so;
 - ``nuts``: NumPyro's NUTS (Stan's defaults, one chain, warmup and draws of the scale).
 
 The BlackJAX methods run on the model's unconstrained log density
@@ -176,8 +176,12 @@ def too_big(stats: Any, available: int) -> str | None:
             f"{available / 2**30:.3g} GiB free")
 
 
-def available_memory() -> int:
-    """Free physical memory in bytes (POSIX ``sysconf``), or 2**62 where not reported."""
+def available_memory(device_stats: dict[str, Any] | None) -> int:
+    """Free bytes where the programs run: an accelerator's ``bytes_limit - bytes_in_use``
+    from ``device_stats`` (``jax.Device.memory_stats()``), else (a CPU reports none) the
+    free physical memory (POSIX ``sysconf``), or 2**62 where neither is reported."""
+    if device_stats and "bytes_limit" in device_stats:
+        return int(device_stats["bytes_limit"]) - int(device_stats.get("bytes_in_use", 0))
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
@@ -523,7 +527,8 @@ def run_pathfinder(setup: Setup, budget: Budget) -> MethodRun:
         start = time.perf_counter()
         compiled = jax.jit(approximate).lower(key, target.data).compile()
         run.compile_s += time.perf_counter() - start
-        skip = too_big(compiled.memory_analysis(), available_memory())
+        skip = too_big(compiled.memory_analysis(),
+                       available_memory(jax.devices()[0].memory_stats()))
         if skip:
             run.stopped = f"maxiter {maxiter} {skip}"
             break

@@ -129,7 +129,9 @@ def test_a_compiled_program_larger_than_free_memory_is_named_and_skipped():
     assert bench_peers.too_big(stats, 20 * 2**30) == (
         "skipped: needs 30 GiB (XLA's memory analysis), 20 GiB free")
     assert bench_peers.too_big(None, 0) is None  # a backend that does not report sizes
-    assert bench_peers.available_memory() > 0
+    assert bench_peers.available_memory(None) > 0  # a CPU: the host's free memory
+    gpu = {"bytes_limit": 80 * 2**30, "bytes_in_use": 2**30}  # jax.Device.memory_stats()
+    assert bench_peers.available_memory(gpu) == 79 * 2**30
 
 
 def test_pathfinder_reruns_only_paths_whose_elbo_draws_fit_in_memory():
