@@ -59,7 +59,19 @@ logger = logging.getLogger("advi")
 
 MINIBATCH_ELBO_BATCH = 5
 """Draws evaluated at a time by the ELBO of a minibatched target (:func:`elbo_estimate`'s
-``batch_size``; full-data targets evaluate all S draws at once)."""
+``batch_size``; full-data targets evaluate all S draws at once, except as
+:data:`ELBO_VMAP_BYTES` says)."""
+
+ELBO_VMAP_BYTES = 8 * 2**20
+"""On a CPU, Stan's loop evaluates the ELBO's S draws of a full-data target all at once
+(``vmap``) while XLA's memory analysis of that program puts its temporary buffers within
+this many bytes (about a core's share of the cache), and otherwise in batches of as many
+draws as fit, at least one (:func:`elbo_batch`). All at once, draws share one pass over the
+data (E1: 100 draws of a 10,000 x 250 regression, 6.2 ms at once, 16 ms one by one); with
+large per-draw buffers they go to memory instead (E3: 100 rate matrices of 1,965 x 560, 340
+ms at once, 103 ms one by one, which was half of the Stan preset's iteration there;
+benchmarks/README.md, "Measurements behind the library's defaults"). Other backends keep
+all at once."""
 
 TRACE_ELBO_SAMPLES = 5
 """Draws of the log density checked at the end of every chunk (:meth:`CompiledADVI.run`),
@@ -164,8 +176,18 @@ def _make_chunk(alg: Algorithm, family: Family, probe: Callable, moments: bool) 
     return chunk
 
 
-def _make_elbo(target: Target, family: Family, S: int) -> Callable:
-    batch = None if target.num_data is None else MINIBATCH_ELBO_BATCH
+def elbo_batch(temp_bytes: int, samples: int, budget: int = ELBO_VMAP_BYTES) -> int | None:
+    """Draws per batch of an ELBO whose all-at-once program needs ``temp_bytes`` of
+    temporary buffers for ``samples`` draws: None (all at once) within ``budget``, else as
+    many draws as fit in it, at least 1."""
+    if temp_bytes <= budget:
+        return None
+    return max(1, budget * samples // temp_bytes)
+
+
+def _make_elbo(target: Target, family: Family, S: int, full_data_batch: int | None = None
+               ) -> Callable:
+    batch = full_data_batch if target.num_data is None else MINIBATCH_ELBO_BATCH
 
     def elbo(params: Any, key: Array, salt: Array, data: Any) -> ELBOEstimate:
         def log_density(zeta: Array, batch_key: Array) -> Array:
@@ -265,9 +287,27 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
     chunk = aot(fast, state, np.ones((), dtype), key, one, one, data)
     elbo = Lazy(jax.jit(_make_elbo(target, o.family, o.elbo_samples)))
     if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
-        elbo.compiled = aot(elbo.jitted, state.params, key, one, data)
+        elbo = _stan_elbo(target, o, elbo, (state.params, key, one, data))
     return _Compiled(*start, chunk, Lazy(checked), elbo,
                      scaled_gradient_fn(target, o.family))
+
+
+def _stan_elbo(target: Target, o: CompileSpec, elbo: Lazy, args: tuple) -> Lazy:
+    """Stan's loop's ELBO, compiled now for ``args``: all draws at once, or on a CPU, where
+    that program's temporary buffers exceed :data:`ELBO_VMAP_BYTES`, in batches."""
+    compiled: Any = aot(elbo.jitted, *args)  # a jax.stages.Compiled
+    elbo.compiled = compiled
+    stats = compiled.memory_analysis()
+    if target.num_data is not None or stats is None or jax.default_backend() != "cpu":
+        return elbo
+    batch = elbo_batch(stats.temp_size_in_bytes, o.elbo_samples)
+    if batch is None:
+        return elbo
+    logger.info("the ELBO's %d draws run %d at a time (all at once needs %.0f MiB of "
+                "buffers)", o.elbo_samples, batch, stats.temp_size_in_bytes / 2**20)
+    batched = Lazy(jax.jit(_make_elbo(target, o.family, o.elbo_samples, batch)))
+    batched.compiled = aot(batched.jitted, *args)
+    return batched
 
 
 def _chunk_fn(target: Target, o: CompileSpec, optimizer: Any, with_elbo: bool) -> Callable:

@@ -10,7 +10,13 @@ import numpyro
 import numpyro.distributions as dist
 
 import advi
-from advi.compiled import TRACE_ELBO_SAMPLES, CompiledADVI, CompileSpec
+from advi.compiled import (
+    ELBO_VMAP_BYTES,
+    TRACE_ELBO_SAMPLES,
+    CompiledADVI,
+    CompileSpec,
+    elbo_batch,
+)
 from advi.step_size import get_optimizer
 
 KEY = jax.random.PRNGKey(0)
@@ -80,3 +86,41 @@ def test_an_eta_search_trial_that_overflows_does_not_switch_the_fit(caplog):
     assert any("eta=100 elbo=-inf" in m for m in messages)  # the trial did overflow
     assert not any("every draw's value is checked" in m for m in messages)
     assert result.eta < 100 and np.all(np.isfinite(np.asarray(result.params.mu)))
+
+
+def test_elbo_batch_keeps_all_draws_at_once_within_the_budget_else_as_many_as_fit():
+    assert elbo_batch(ELBO_VMAP_BYTES, 100) is None
+    assert elbo_batch(4 * ELBO_VMAP_BYTES, 100) == 25
+    assert elbo_batch(1000 * ELBO_VMAP_BYTES, 100) == 1  # never fewer than one draw
+
+
+def _rates(x):
+    """A Poisson factorisation-like model whose every draw makes an (n, n) rate matrix."""
+    u = numpyro.sample("u", dist.Gamma(1.0, 1.0).expand([x.shape[0], 2]).to_event(2))
+    v = numpyro.sample("v", dist.Gamma(1.0, 1.0).expand([2, x.shape[1]]).to_event(2))
+    numpyro.sample("x", dist.Poisson(u @ v).to_event(2), obs=x)
+
+
+def test_on_a_cpu_the_stan_elbo_of_large_draws_runs_in_batches_with_the_same_value(caplog):
+    """100 draws of a 400 x 400 rate matrix need more than ELBO_VMAP_BYTES at once: Stan's
+    loop's ELBO runs them in batches (and says so), and its value is that of all at once;
+    a small model keeps them all at once."""
+    x = jnp.asarray(np.random.default_rng(0).poisson(2.0, (400, 400)), jnp.float32)
+    target = advi.from_numpyro(_rates, (x,))
+    with caplog.at_level(logging.INFO, logger="advi"):
+        compiled = _compiled(target, "stan")
+    assert "the ELBO's 100 draws run" in caplog.text
+    keys, state, _ = compiled.setup(KEY, 0)
+    batched, _ = compiled.elbo(state.params, keys[2], 0)
+    family = advi.get_family("meanfield")
+
+    def log_density(zeta, key):
+        return target.log_density(zeta, key)
+
+    at_once = advi.elbo.elbo_estimate(log_density, family, state.params,
+                                      jax.random.fold_in(keys[2], 0), 100)
+    np.testing.assert_allclose(batched, float(at_once.elbo), rtol=1e-5)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="advi"):
+        _compiled(advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 3), "stan")
+    assert "the ELBO's" not in caplog.text
