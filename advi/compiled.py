@@ -67,11 +67,10 @@ ELBO_VMAP_BYTES = 8 * 2**20
 (``vmap``) while XLA's memory analysis of that program puts its temporary buffers within
 this many bytes (about a core's share of the cache), and otherwise in batches of as many
 draws as fit, at least one (:func:`elbo_batch`). All at once, draws share one pass over the
-data (E1: 100 draws of a 10,000 x 250 regression, 6.2 ms at once, 16 ms one by one); with
-large per-draw buffers they go to memory instead (E3: 100 rate matrices of 1,965 x 560, 340
-ms at once, 103 ms one by one, which was half of the Stan preset's iteration there;
-benchmarks/README.md, "Measurements behind the library's defaults"). Other backends keep
-all at once."""
+data (E1's regression: 2.6 times faster than one by one); with large per-draw buffers they
+go to memory instead (E3's 100 rate matrices of 1,965 x 560: 3.3 times slower than one by
+one, which made the Stan preset's iteration there 1.6 times longer; benchmarks/README.md,
+"Measurements behind the library's defaults"). Other backends keep all at once."""
 
 TRACE_ELBO_SAMPLES = 5
 """Draws of the log density checked at the end of every chunk (:meth:`CompiledADVI.run`),
