@@ -63,14 +63,16 @@ MINIBATCH_ELBO_BATCH = 5
 :data:`ELBO_VMAP_BYTES` says)."""
 
 ELBO_VMAP_BYTES = 8 * 2**20
-"""On a CPU, Stan's loop evaluates the ELBO's S draws of a full-data target all at once
-(``vmap``) while XLA's memory analysis of that program puts its temporary buffers within
-this many bytes (about a core's share of the cache), and otherwise in batches of as many
-draws as fit, at least one (:func:`elbo_batch`). All at once, draws share one pass over the
-data (E1's regression: 2.6 times faster than one by one); with large per-draw buffers they
-go to memory instead (E3's 100 rate matrices of 1,965 x 560: 3.3 times slower than one by
-one, which made the Stan preset's iteration there 1.6 times longer; benchmarks/README.md,
-"Measurements behind the library's defaults"). Other backends keep all at once."""
+"""On a CPU, the ELBO (Stan's loop's, and the draws of Pareto k-hat at the end of every
+fit) evaluates its S draws of a full-data target all at once (``vmap``) while XLA's memory
+analysis of that program puts its temporary buffers within this many bytes (about a core's
+share of the cache), and otherwise in batches of as many draws as fit, at least one
+(:func:`elbo_batch`). All at once, draws share one pass over the data (E1's regression: 2.6
+times faster than one by one); with large per-draw buffers they go to memory instead (E3's
+100 rate matrices of 1,965 x 560: 3.3 times slower than one by one, which made the Stan
+preset's iteration there 1.6 times longer and the robust fit's k-hat draws 2 times;
+benchmarks/README.md, "Measurements behind the library's defaults"). Other backends keep
+all at once."""
 
 TRACE_ELBO_SAMPLES = 5
 """Draws of the log density checked at the end of every chunk (:meth:`CompiledADVI.run`),
@@ -284,29 +286,32 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
     fast, checked = (jax.jit(_chunk_fn(target, o, optimizer, with_elbo))
                      for with_elbo in (False, True))
     chunk = aot(fast, state, np.ones((), dtype), key, one, one, data)
-    elbo = Lazy(jax.jit(_make_elbo(target, o.family, o.elbo_samples)))
+    elbo = Lazy(jax.jit(_make_elbo(target, o.family, o.elbo_samples)),
+                _elbo_compiler(target, o))
     if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
-        elbo = _stan_elbo(target, o, elbo, (state.params, key, one, data))
+        elbo.compiled = elbo.compile(elbo.jitted, state.params, key, one, data)
     return _Compiled(*start, chunk, Lazy(checked), elbo,
                      scaled_gradient_fn(target, o.family))
 
 
-def _stan_elbo(target: Target, o: CompileSpec, elbo: Lazy, args: tuple) -> Lazy:
-    """Stan's loop's ELBO, compiled now for ``args``: all draws at once, or on a CPU, where
-    that program's temporary buffers exceed :data:`ELBO_VMAP_BYTES`, in batches."""
-    compiled: Any = aot(elbo.jitted, *args)  # a jax.stages.Compiled
-    elbo.compiled = compiled
-    stats = compiled.memory_analysis()
-    if target.num_data is not None or stats is None or jax.default_backend() != "cpu":
-        return elbo
-    batch = elbo_batch(stats.temp_size_in_bytes, o.elbo_samples)
-    if batch is None:
-        return elbo
-    logger.info("the ELBO's %d draws run %d at a time (all at once needs %.0f MiB of "
-                "buffers)", o.elbo_samples, batch, stats.temp_size_in_bytes / 2**20)
-    batched = Lazy(jax.jit(_make_elbo(target, o.family, o.elbo_samples, batch)))
-    batched.compiled = aot(batched.jitted, *args)
-    return batched
+def _elbo_compiler(target: Target, o: CompileSpec) -> Callable[..., Callable]:
+    """Compiles the ELBO (Stan's loop's, and the draws of Pareto k-hat): all draws at once,
+    or on a CPU, where that program's temporary buffers exceed :data:`ELBO_VMAP_BYTES`, in
+    batches of a full-data target's draws that fit."""
+
+    def compile_elbo(jitted: Any, *args: Any) -> Callable:
+        compiled: Any = aot(jitted, *args)  # a jax.stages.Compiled
+        stats = compiled.memory_analysis()
+        if target.num_data is not None or stats is None or jax.default_backend() != "cpu":
+            return compiled
+        batch = elbo_batch(stats.temp_size_in_bytes, o.elbo_samples)
+        if batch is None:
+            return compiled
+        logger.info("the ELBO's %d draws run %d at a time (all at once needs %.0f MiB of "
+                    "buffers)", o.elbo_samples, batch, stats.temp_size_in_bytes / 2**20)
+        return aot(jax.jit(_make_elbo(target, o.family, o.elbo_samples, batch)), *args)
+
+    return compile_elbo
 
 
 def _chunk_fn(target: Target, o: CompileSpec, optimizer: Any, with_elbo: bool) -> Callable:

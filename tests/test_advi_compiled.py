@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+import pytest
 
 import advi
 from advi.compiled import (
@@ -101,17 +102,19 @@ def _rates(x):
     numpyro.sample("x", dist.Poisson(u @ v).to_event(2), obs=x)
 
 
-def test_on_a_cpu_the_stan_elbo_of_large_draws_runs_in_batches_with_the_same_value(caplog):
-    """100 draws of a 400 x 400 rate matrix need more than ELBO_VMAP_BYTES at once: Stan's
-    loop's ELBO runs them in batches (and says so), and its value is that of all at once;
-    a small model keeps them all at once."""
+@pytest.mark.parametrize("preset", ["stan", "robust"])
+def test_on_a_cpu_the_elbo_of_large_draws_runs_in_batches_with_the_same_value(caplog, preset):
+    """100 draws of a 400 x 400 rate matrix need more than ELBO_VMAP_BYTES at once: the
+    ELBO (Stan's loop's, compiled with the chunk; the robust fit's, for k-hat, on first
+    use) runs them in batches (and says so), and its value is that of all at once; a small
+    model keeps them all at once."""
     x = jnp.asarray(np.random.default_rng(0).poisson(2.0, (400, 400)), jnp.float32)
     target = advi.from_numpyro(_rates, (x,))
     with caplog.at_level(logging.INFO, logger="advi"):
-        compiled = _compiled(target, "stan")
+        compiled = _compiled(target, preset)
+        keys, state, _ = compiled.setup(KEY, 0)
+        batched, _ = compiled.elbo(state.params, keys[2], 0)
     assert "the ELBO's 100 draws run" in caplog.text
-    keys, state, _ = compiled.setup(KEY, 0)
-    batched, _ = compiled.elbo(state.params, keys[2], 0)
     family = advi.get_family("meanfield")
 
     def log_density(zeta, key):
@@ -122,5 +125,7 @@ def test_on_a_cpu_the_stan_elbo_of_large_draws_runs_in_batches_with_the_same_val
     np.testing.assert_allclose(batched, float(at_once.elbo), rtol=1e-5)
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="advi"):
-        _compiled(advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 3), "stan")
+        small = _compiled(advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 3), preset)
+        keys, state, _ = small.setup(KEY, 0)
+        small.elbo(state.params, keys[2], 0)
     assert "the ELBO's" not in caplog.text
