@@ -48,6 +48,7 @@ from .algorithm import Algorithm, algorithm
 from .aot import Lazy, aot
 from .checks import scaled_gradient_fn
 from .elbo import ELBOEstimate, elbo_estimate
+from .elbo_batches import MINIBATCH_ELBO_BATCH, full_data_batch
 from .families import Family
 from .laplace import CURVATURE_PROBES, LogDensityFunctions, log_density_functions
 from .multistart import EXTRA_STARTS, multistart_laplace
@@ -56,23 +57,6 @@ from .step import ADVIState, fresh_state
 from .target import Target
 
 logger = logging.getLogger("advi")
-
-MINIBATCH_ELBO_BATCH = 5
-"""Draws evaluated at a time by the ELBO of a minibatched target (:func:`elbo_estimate`'s
-``batch_size``; full-data targets evaluate all S draws at once, except as
-:data:`ELBO_VMAP_BYTES` says)."""
-
-ELBO_VMAP_BYTES = 8 * 2**20
-"""On a CPU, the ELBO (Stan's loop's, and the draws of Pareto k-hat at the end of every
-fit) evaluates its S draws of a full-data target all at once (``vmap``) while XLA's memory
-analysis of that program puts its temporary buffers within this many bytes (about a core's
-share of the cache), and otherwise in batches of as many draws as fit, at least one
-(:func:`elbo_batch`). All at once, draws share one pass over the data (E1's regression: 2.6
-times faster than one by one); with large per-draw buffers they go to memory instead (E3's
-100 rate matrices of 1,965 x 560: 3.3 times slower than one by one, which made the Stan
-preset's iteration there 1.6 times longer and the robust fit's k-hat draws 2 times;
-benchmarks/README.md, "Measurements behind the library's defaults"). Other backends keep
-all at once."""
 
 TRACE_ELBO_SAMPLES = 5
 """Draws of the log density checked at the end of every chunk (:meth:`CompiledADVI.run`),
@@ -175,15 +159,6 @@ def _make_chunk(alg: Algorithm, family: Family, probe: Callable, moments: bool) 
         return (state, m), trace.redraws == 0
 
     return chunk
-
-
-def elbo_batch(temp_bytes: int, samples: int, budget: int = ELBO_VMAP_BYTES) -> int | None:
-    """Draws per batch of an ELBO whose all-at-once program needs ``temp_bytes`` of
-    temporary buffers for ``samples`` draws: None (all at once) within ``budget``, else as
-    many draws as fit in it, at least 1."""
-    if temp_bytes <= budget:
-        return None
-    return max(1, budget * samples // temp_bytes)
 
 
 def _make_elbo(target: Target, family: Family, S: int, full_data_batch: int | None = None
@@ -296,19 +271,16 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
 
 def _elbo_compiler(target: Target, o: CompileSpec) -> Callable[..., Callable]:
     """Compiles the ELBO (Stan's loop's, and the draws of Pareto k-hat): all draws at once,
-    or on a CPU, where that program's temporary buffers exceed :data:`ELBO_VMAP_BYTES`, in
-    batches of a full-data target's draws that fit."""
+    or in batches of a full-data target's draws where :func:`advi.elbo_batches.
+    full_data_batch` says so (a CPU, buffers above ``ELBO_VMAP_BYTES``)."""
 
     def compile_elbo(jitted: Any, *args: Any) -> Callable:
-        compiled: Any = aot(jitted, *args)  # a jax.stages.Compiled
-        stats = compiled.memory_analysis()
-        if target.num_data is not None or stats is None or jax.default_backend() != "cpu":
+        compiled = aot(jitted, *args)
+        if target.num_data is not None:
             return compiled
-        batch = elbo_batch(stats.temp_size_in_bytes, o.elbo_samples)
+        batch = full_data_batch(compiled, o.elbo_samples)
         if batch is None:
             return compiled
-        logger.info("the ELBO's %d draws run %d at a time (all at once needs %.0f MiB of "
-                    "buffers)", o.elbo_samples, batch, stats.temp_size_in_bytes / 2**20)
         return aot(jax.jit(_make_elbo(target, o.family, o.elbo_samples, batch)), *args)
 
     return compile_elbo

@@ -11,13 +11,8 @@ import numpyro.distributions as dist
 import pytest
 
 import advi
-from advi.compiled import (
-    ELBO_VMAP_BYTES,
-    TRACE_ELBO_SAMPLES,
-    CompiledADVI,
-    CompileSpec,
-    elbo_batch,
-)
+from advi.compiled import TRACE_ELBO_SAMPLES, CompiledADVI, CompileSpec
+from advi.elbo_batches import ELBO_VMAP_BYTES, elbo_batch
 from advi.step_size import get_optimizer
 
 KEY = jax.random.PRNGKey(0)
