@@ -16,15 +16,15 @@ def aot(jitted: Any, *args: Any) -> Callable:
 
 class Lazy:
     """A jitted function compiled ahead of time on its first call (for the arguments of that
-    call), unless given ``compiled``; ``compile(jitted, *args) -> compiled`` does it (by
+    call), unless given ``compiled``; ``compiler(jitted, *args) -> compiled`` does it (by
     default :func:`aot`)."""
 
-    def __init__(self, jitted: Any, compile: Callable[..., Callable] = aot) -> None:
+    def __init__(self, jitted: Any, compiler: Callable[..., Callable] = aot) -> None:
         self.jitted = jitted
-        self.compile = compile
+        self.compiler = compiler
         self.compiled: Callable | None = None
 
     def __call__(self, *args: Any) -> Any:
         if self.compiled is None:
-            self.compiled = self.compile(self.jitted, *args)
+            self.compiled = self.compiler(self.jitted, *args)
         return self.compiled(*args)

@@ -264,7 +264,7 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
     elbo = Lazy(jax.jit(_make_elbo(target, o.family, o.elbo_samples)),
                 _elbo_compiler(target, o))
     if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
-        elbo.compiled = elbo.compile(elbo.jitted, state.params, key, one, data)
+        elbo.compiled = elbo.compiler(elbo.jitted, state.params, key, one, data)
     return _Compiled(*start, chunk, Lazy(checked), elbo,
                      scaled_gradient_fn(target, o.family))
 
