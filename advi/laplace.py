@@ -52,11 +52,14 @@ an earlier stage: L-BFGS only raises log p after it, while the gradient's norm, 
 second stage does not minimise, can rise back above the test (on E3 it did, to 1.12e-3 at a
 point 115,000 nats above the first stage's, and the refused start fell back to a random one
 1 nat per observation worse). The last stage may use whatever steps the earlier ones left
-of ``max_steps``. Above ``hessian_max_dim`` a stage also ends when it stalls, log p rising
-by less than :data:`GAIN_RTOL` of itself over :data:`advi.lbfgs.GAIN_WINDOW` iterations,
-rather than at a fixed cap: on a factorisation the means travel along ridges where L-BFGS
-moves far faster than ADVI's diagonal steps, and a start stopped short of the stall leaves
-ADVI thousands of iterations of crawling (:data:`SEARCH_MAX_STEPS`).
+of ``max_steps``. Up to ``hessian_max_dim`` a stage also ends when its gradient runs away,
+growing :data:`advi.lbfgs.RUNAWAY`-fold above its smallest (a funnel's neck: the start is
+then refused hundreds of steps sooner). Above ``hessian_max_dim`` a stage also ends when it
+stalls, log p rising by less than :data:`GAIN_RTOL` of itself over
+:data:`advi.lbfgs.GAIN_WINDOW` iterations, rather than at a fixed cap: on a factorisation
+the means travel along ridges where L-BFGS moves far faster than ADVI's diagonal steps, and
+a start stopped short of the stall leaves ADVI thousands of iterations of crawling
+(:data:`SEARCH_MAX_STEPS`).
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ from jax import Array
 from jax.typing import ArrayLike
 
 from .families import Family, FullRankParams, MeanFieldParams
-from .lbfgs import Search, find_mode, mode_search
+from .lbfgs import RUNAWAY, Search, find_mode, mode_search
 
 LAPLACE_MAX_STEPS = 1300
 """L-BFGS iterations allowed for the mode by the host's search (K <= ``hessian_max_dim``),
@@ -273,7 +276,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
                                                dtype)
         else:
             shift, met, used = find_mode(_whitened(value_and_grad, zeta, whiten),
-                                         np.zeros_like(zeta), cap, GRAD_RTOL, abs_tol)
+                                         np.zeros_like(zeta), cap, GRAD_RTOL, abs_tol, RUNAWAY)
         zeta, steps, reached = zeta + _times(whiten, shift), steps + used, reached or met
         if fns.precision is not None:
             precision = np.asarray(fns.precision(_cast(zeta, dtype), data), np.float64)
