@@ -1,6 +1,6 @@
 """The compiled L-BFGS search of large models' Laplace start: a known Gaussian's mode by
 both stopping tests, whitened coordinates, non-finite points, and agreement with the host
-search it replaces."""
+search it replaces; the host search's runaway test (a funnel ended, a mode left alone)."""
 
 import jax
 import jax.numpy as jnp
