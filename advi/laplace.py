@@ -53,8 +53,10 @@ second stage does not minimise, can rise back above the test (on E3 it did, to 1
 point 115,000 nats above the first stage's, and the refused start fell back to a random one
 1 nat per observation worse). The last stage may use whatever steps the earlier ones left
 of ``max_steps``. Up to ``hessian_max_dim`` a stage also ends when its gradient runs away,
-growing :data:`advi.lbfgs.RUNAWAY`-fold above its smallest (a funnel's neck: the start is
-then refused hundreds of steps sooner). Above ``hessian_max_dim`` a stage also ends when it
+growing :data:`advi.lbfgs.RUNAWAY`-fold above its smallest; where -H is then not positive
+definite (a centred hierarchy's funnel: its log density is not concave in a group effect
+and the log scale jointly) no later stage runs and the start is refused, hundreds of steps
+sooner than the climb down the neck would take. Above ``hessian_max_dim`` a stage also ends when it
 stalls, log p rising by less than :data:`GAIN_RTOL` of itself over
 :data:`advi.lbfgs.GAIN_WINDOW` iterations, rather than at a fixed cap: on a factorisation
 the means travel along ridges where L-BFGS moves far faster than ADVI's diagonal steps, and
@@ -271,16 +273,20 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
                   else np.full(zeta.size, scale))
         cap = max_steps // stages if stage < stages - 1 else max_steps - steps
         abs_tol = MODE_SD_TOL / 10 if stage > 0 else 0.0
+        ran_away = False
         if fns.search is not None:
             shift, met, used = _compiled_stage(fns.search, zeta, scale, cap, abs_tol, data,
                                                dtype)
         else:
-            shift, met, used = find_mode(_whitened(value_and_grad, zeta, whiten),
-                                         np.zeros_like(zeta), cap, GRAD_RTOL, abs_tol, RUNAWAY)
+            shift, met, used, ran_away = find_mode(
+                _whitened(value_and_grad, zeta, whiten), np.zeros_like(zeta), cap, GRAD_RTOL,
+                abs_tol, RUNAWAY)
         zeta, steps, reached = zeta + _times(whiten, shift), steps + used, reached or met
         if fns.precision is not None:
             precision = np.asarray(fns.precision(_cast(zeta, dtype), data), np.float64)
             precision = 0.5 * (precision + precision.T)
+            if ran_away and not _whitening(precision, zeta.size)[1]:
+                break  # towards a singularity where -H is not definite: no mode to find
         elif fns.diagonal is not None:
             scale = common_scale(fns, zeta, data, dtype)
     return _Staged(zeta, precision, scale, steps, reached)

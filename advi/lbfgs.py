@@ -37,9 +37,9 @@ best point has grown to RUNAWAY times the smallest it had at an earlier best poi
 mode L-BFGS's gradient shrinks, while down a hierarchical funnel's neck (a group scale going
 to 0, where the density grows without bound) it grows with the curvature. On E2 (election88,
 K = 90) the refused start took 265-377 steps and 0.17-0.21 s of a 0.25 s fit to NUTS's
-answer, 112-161 steps and 0.07-0.14 s with the test; searches that reach a mode (the
-library's tests, E1) grew their gradient at most 38-fold (benchmarks/README.md,
-"Measurements behind the library's defaults")."""
+answer, 75-132 steps and 0.05-0.09 s with the test (:mod:`advi.laplace` then runs no
+second stage); searches that reach a mode (the library's tests, E1) grew their gradient at
+most 38-fold (benchmarks/README.md, "Measurements behind the library's defaults")."""
 
 GAIN_WINDOW = 100
 """Iterations over which the search's gain in log p is taken for its stall test."""
@@ -119,6 +119,22 @@ def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
     return search
 
 
+class HostSearch(NamedTuple):
+    """What :func:`find_mode` returns (on the host).
+
+    Attributes:
+        zeta: (K,) float64, the best point found.
+        converged: bool, the gradient test holds there.
+        steps: int, L-BFGS iterations run.
+        ran_away: bool, the runaway test ended the search.
+    """
+
+    zeta: np.ndarray
+    converged: bool
+    steps: int
+    ran_away: bool = False
+
+
 def find_mode(
     value_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]],
     zeta0: np.ndarray,
@@ -126,7 +142,7 @@ def find_mode(
     grad_rtol: float,
     abs_tol: float = 0.0,
     runaway: float = math.inf,
-) -> tuple[np.ndarray, bool, int]:
+) -> HostSearch:
     """Maximise a log density by L-BFGS (SciPy's L-BFGS-B, no bounds) from ``zeta0``.
 
     Args:
@@ -142,11 +158,10 @@ def find_mode(
             density, where no mode is (:data:`RUNAWAY`).
 
     Returns:
-        (zeta (K,) float64, converged (the gradient test holds there), iterations).
-        Non-finite values end the search at the last finite point.
+        :class:`HostSearch`. Non-finite values end the search at the last finite point.
     """
     best: dict[str, Any] = {"zeta": np.asarray(zeta0, np.float64), "value": -np.inf,
-                            "least": math.inf}
+                            "least": math.inf, "ran_away": False}
 
     def loss(zeta: np.ndarray) -> tuple[float, np.ndarray]:
         value, grad = value_and_grad(zeta)
@@ -166,7 +181,9 @@ def find_mode(
         if "grad" not in best:
             return
         norm = float(np.linalg.norm(best["grad"]))
-        if small(best["grad"], best["value"]) or norm > runaway * best["least"]:
+        met = small(best["grad"], best["value"])
+        best["ran_away"] = not met and norm > runaway * best["least"]
+        if met or best["ran_away"]:
             raise StopIteration
         best["least"] = min(best["least"], norm)
 
@@ -175,5 +192,6 @@ def find_mode(
         options={"maxiter": max_steps, "gtol": 0.0, "ftol": 0.0, "maxls": 40},
     )
     if "grad" not in best:
-        return best["zeta"], False, int(out.nit)
-    return best["zeta"], small(best["grad"], best["value"]), int(out.nit)
+        return HostSearch(best["zeta"], False, int(out.nit))
+    return HostSearch(best["zeta"], small(best["grad"], best["value"]), int(out.nit),
+                      best["ran_away"])

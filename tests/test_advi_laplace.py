@@ -172,3 +172,48 @@ def test_above_the_hessian_limit_a_stage_ends_when_it_stalls():
     assert stalled.ok and full.ok and stalled.steps < full.steps
     assert 0 <= full.log_p - stalled.log_p < GAIN_RTOL * 1e4
     assert np.max(np.abs(np.asarray(stalled.params.mu) - mean) / sd) < 0.1
+
+
+def _recording(monkeypatch):
+    """Record every host search of the Laplace start (its :class:`HostSearch`)."""
+    searches = []
+    search = advi.laplace.find_mode
+
+    def recorded(*args, **kwargs):
+        searches.append(search(*args, **kwargs))
+        return searches[-1]
+
+    monkeypatch.setattr(advi.laplace, "find_mode", recorded)
+    return searches
+
+
+def _logistic(zeta, data):
+    """A logistic regression with N(0, 1) priors: -H is positive definite everywhere."""
+    x, y = data
+    eta = x @ zeta
+    return jnp.sum(y * eta - jnp.logaddexp(0.0, eta)) - 0.5 * jnp.sum(zeta**2)
+
+
+def test_a_stage_that_ran_away_where_minus_h_is_definite_hands_over_to_the_next(monkeypatch):
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(200, 5)) * np.array([0.1, 1.0, 3.0, 10.0, 30.0])
+    y = rng.random(200) < 1 / (1 + np.exp(-x @ rng.normal(size=5) * 0.1))
+    data = (jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32))
+    fns = advi.log_density_functions(_logistic, 5)
+    zeta0 = jnp.full(5, 3.0)
+    reference = advi.laplace_start(fns, advi.MEANFIELD, zeta0, data)
+    searches = _recording(monkeypatch)
+    monkeypatch.setattr(advi.laplace, "RUNAWAY", 1.0)  # any growth of the gradient
+    start = advi.laplace_start(fns, advi.MEANFIELD, zeta0, data)
+    assert searches[0].ran_away and len(searches) == 2
+    assert reference.ok and start.ok
+    np.testing.assert_allclose(np.asarray(start.params.mu), np.asarray(reference.params.mu),
+                               atol=0.1 * float(np.min(reference.sd)))
+
+
+def test_a_funnel_is_refused_at_the_stage_that_ran_away(monkeypatch):
+    searches = _recording(monkeypatch)
+    fns = advi.log_density_functions(_funnel, 10)
+    start = advi.laplace_start(fns, advi.MEANFIELD, jnp.ones(10), None)
+    assert not start.ok and len(searches) == 1 and searches[0].ran_away
+    assert start.steps == searches[0].steps

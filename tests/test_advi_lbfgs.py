@@ -114,8 +114,8 @@ def test_the_compiled_search_reaches_the_host_search_mode():
     log_density, data, mean, sd = _ill_conditioned()
     data = (data[0], jnp.sqrt(data[1]))
     host_vg = jax.jit(jax.value_and_grad(log_density))
-    zeta, converged, _ = find_mode(lambda z: host_vg(np.asarray(z, np.float32), data),
-                                   np.zeros(sd.size), 2000, GRAD_RTOL, 1e-2)
+    zeta, converged, *_ = find_mode(lambda z: host_vg(np.asarray(z, np.float32), data),
+                                    np.zeros(sd.size), 2000, GRAD_RTOL, 1e-2)
     out = _search(log_density, np.zeros(sd.size), 1.0, 2000, 1e-2, data)
     assert converged and bool(out.converged)
     # each is within 1e-2 sd_k^2 of the mode (the test), so within twice that of the other
