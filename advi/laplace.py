@@ -21,14 +21,17 @@ higher log p in the same steps (E3's start on one core: 5.05 s against 7.36 s; E
 against 2.8 s, a better mode on seeds 1 and 2 of 3; measurements: benchmarks/README.md,
 "Measurements behind the library's defaults").
 
-The search runs in :data:`LAPLACE_STAGES` stages; each works in coordinates whitened by the
-curvature where the previous one ended (the first: at the initial point, where -H is
-positive definite there; else unscaled) (zeta = zeta_prev + C u with C C^T = (-H)^-1 from
-its Cholesky factor, or the diagonal 1 / sqrt(-H_kk) where -H is not positive definite), in
-which a Gaussian posterior is N(0, I); each after the first stops when every gradient
-coordinate is below MODE_SD_TOL / 10 there. The first stage is whitened too: unwhitened, an
-ill-conditioned, badly scaled regression spends the stage's whole step cap; whitened, a few
-steps (measurements: benchmarks/README.md, "Measurements behind the library's defaults").
+The search runs in :data:`LAPLACE_STAGES` stages; each after the first works in coordinates
+whitened by the curvature where the previous one ended (zeta = zeta_prev + C u with C C^T =
+(-H)^-1 from its Cholesky factor, or the diagonal 1 / sqrt(-H_kk) where -H is not positive
+definite), in which a Gaussian posterior is N(0, I), and stops when every gradient
+coordinate is below MODE_SD_TOL / 10 there. The first stage runs unwhitened for up to
+:data:`UNWHITENED_STEPS_PER_DIM` K steps, about the price of a Hessian, and only where it
+has not finished by then is the rest of it whitened by the curvature there (where -H is
+positive definite): unwhitened, an ill-conditioned, badly scaled regression spends the
+stage's whole step cap, whitened a few steps, while a well-posed start (E1) finishes
+before a Hessian would have paid (measurements: benchmarks/README.md, "Measurements behind
+the library's defaults").
 The Hessian is formed exactly (reverse-over-reverse autodiff) for K <= ``hessian_max_dim``;
 above that the second stage is whitened by one common scale (below) and stops when every
 gradient coordinate times that scale is below MODE_SD_TOL / 10 (the first stage's relative
@@ -117,6 +120,15 @@ LAPLACE_STAGES = 2
 CURVATURE_PROBES = 8
 """Rademacher probes of the common start scale above ``hessian_max_dim`` (Hessian-vector
 products, each about two gradients)."""
+
+UNWHITENED_STEPS_PER_DIM = 0.5
+"""The host's first stage runs unwhitened for up to this many steps per dimension K before
+it forms the Hessian that would whiten the rest, and forms it only where the search has not
+finished by then. A Hessian is K reverse passes over the gradient and took as long as about
+0.3 K host steps on E1 and E2 (140-160 ms at K = 501, about 9 ms at K = 90): a well-posed
+start (E1: about 40 steps at K = 501) no longer pays for one, an ill-conditioned one pays
+the K / 2 unwhitened steps before it (benchmarks/README.md, "Measurements behind the
+library's defaults")."""
 
 MODE_SD_TOL = 0.1
 """The mode is accepted when the Newton step |((-H)^-1 g)_k| is below this many Laplace
@@ -263,33 +275,64 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
     zeta, precision, scale, steps = np.asarray(zeta0, np.float64), None, 1.0, 0
     reached = False
     stages = LAPLACE_STAGES if fns.precision is not None or fns.diagonal is not None else 1
-    if fns.precision is not None:  # the first stage too, where the curvature is definite
-        precision = np.asarray(fns.precision(_cast(zeta, dtype), data), np.float64)
-        precision = 0.5 * (precision + precision.T)
-        if not _whitening(precision, zeta.size)[1]:
-            precision = None
     for stage in range(stages):
-        whiten = (_whitening(precision, zeta.size)[0] if fns.diagonal is None
-                  else np.full(zeta.size, scale))
         cap = max_steps // stages if stage < stages - 1 else max_steps - steps
         abs_tol = MODE_SD_TOL / 10 if stage > 0 else 0.0
         ran_away = False
         if fns.search is not None:
             shift, met, used = _compiled_stage(fns.search, zeta, scale, cap, abs_tol, data,
                                                dtype)
+            zeta = zeta + scale * shift
+        elif stage == 0:
+            zeta, met, used, ran_away = _first_host_stage(fns, value_and_grad, zeta, cap,
+                                                          data, dtype)
         else:
-            shift, met, used, ran_away = find_mode(
-                _whitened(value_and_grad, zeta, whiten), np.zeros_like(zeta), cap, GRAD_RTOL,
-                abs_tol, RUNAWAY)
-        zeta, steps, reached = zeta + _times(whiten, shift), steps + used, reached or met
+            zeta, met, used, ran_away = _host_stage(value_and_grad, zeta,
+                                                    _whitening(precision, zeta.size)[0], cap,
+                                                    abs_tol)
+        steps, reached = steps + used, reached or met
         if fns.precision is not None:
-            precision = np.asarray(fns.precision(_cast(zeta, dtype), data), np.float64)
-            precision = 0.5 * (precision + precision.T)
+            precision = _precision(fns, zeta, data, dtype)
             if ran_away and not _whitening(precision, zeta.size)[1]:
                 break  # towards a singularity where -H is not definite: no mode to find
         elif fns.diagonal is not None:
             scale = common_scale(fns, zeta, data, dtype)
     return _Staged(zeta, precision, scale, steps, reached)
+
+
+def _precision(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any
+               ) -> np.ndarray:
+    """-H at zeta, (K, K) float64, symmetrised."""
+    precision = np.asarray(fns.precision(_cast(zeta, dtype), data), np.float64)
+    return 0.5 * (precision + precision.T)
+
+
+def _host_stage(value_and_grad: Callable, zeta: np.ndarray, whiten: np.ndarray, cap: int,
+                abs_tol: float) -> tuple[np.ndarray, bool, int, bool]:
+    """One stage of the host's search in coordinates whitened by ``whiten``: (zeta where it
+    ended, test met, iterations, ran away)."""
+    found = find_mode(_whitened(value_and_grad, zeta, whiten), np.zeros_like(zeta), cap,
+                      GRAD_RTOL, abs_tol, RUNAWAY)
+    return zeta + _times(whiten, found.zeta), found.converged, found.steps, found.ran_away
+
+
+def _first_host_stage(fns: LogDensityFunctions, value_and_grad: Callable, zeta: np.ndarray,
+                      cap: int, data: Any, dtype: Any) -> tuple[np.ndarray, bool, int, bool]:
+    """The first stage on the host: unwhitened for up to :data:`UNWHITENED_STEPS_PER_DIM`
+    K steps; where that ended short of its test (neither met nor run away), the rest of
+    the stage is whitened by the curvature there, if -H is positive definite."""
+    if fns.precision is None:
+        return _host_stage(value_and_grad, zeta, np.ones(zeta.size), cap, 0.0)
+    rental = min(cap, math.ceil(UNWHITENED_STEPS_PER_DIM * zeta.size))
+    zeta, met, used, ran_away = _host_stage(value_and_grad, zeta, np.ones(zeta.size), rental,
+                                            0.0)
+    if met or ran_away or used >= cap:
+        return zeta, met, used, ran_away
+    whiten, definite = _whitening(_precision(fns, zeta, data, dtype), zeta.size)
+    zeta, met, more, ran_away = _host_stage(value_and_grad, zeta,
+                                            whiten if definite else np.ones(zeta.size),
+                                            cap - used, 0.0)
+    return zeta, met, used + more, ran_away
 
 
 def _whitened(value_and_grad: Callable, base: np.ndarray, whiten: np.ndarray) -> Callable:

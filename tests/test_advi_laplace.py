@@ -174,14 +174,18 @@ def test_above_the_hessian_limit_a_stage_ends_when_it_stalls():
     assert np.max(np.abs(np.asarray(stalled.params.mu) - mean) / sd) < 0.1
 
 
-def _recording(monkeypatch):
-    """Record every host search of the Laplace start (its :class:`HostSearch`)."""
+def _recording(monkeypatch, first_runaway=None):
+    """Record every host search of the Laplace start as (abs_tol, its HostSearch); with
+    ``first_runaway``, the first search runs with that runaway factor."""
     searches = []
     search = advi.laplace.find_mode
 
-    def recorded(*args, **kwargs):
-        searches.append(search(*args, **kwargs))
-        return searches[-1]
+    def recorded(value_and_grad, zeta0, max_steps, grad_rtol, abs_tol, runaway):
+        if first_runaway is not None and not searches:
+            runaway = first_runaway
+        searches.append((abs_tol, search(value_and_grad, zeta0, max_steps, grad_rtol, abs_tol,
+                                         runaway)))
+        return searches[-1][1]
 
     monkeypatch.setattr(advi.laplace, "find_mode", recorded)
     return searches
@@ -202,10 +206,9 @@ def test_a_stage_that_ran_away_where_minus_h_is_definite_hands_over_to_the_next(
     fns = advi.log_density_functions(_logistic, 5)
     zeta0 = jnp.full(5, 3.0)
     reference = advi.laplace_start(fns, advi.MEANFIELD, zeta0, data)
-    searches = _recording(monkeypatch)
-    monkeypatch.setattr(advi.laplace, "RUNAWAY", 1.0)  # any growth of the gradient
+    searches = _recording(monkeypatch, first_runaway=1.0)  # any growth of the gradient
     start = advi.laplace_start(fns, advi.MEANFIELD, zeta0, data)
-    assert searches[0].ran_away and len(searches) == 2
+    assert searches[0][1].ran_away and any(abs_tol > 0 for abs_tol, _ in searches)
     assert reference.ok and start.ok
     np.testing.assert_allclose(np.asarray(start.params.mu), np.asarray(reference.params.mu),
                                atol=0.1 * float(np.min(reference.sd)))
@@ -215,5 +218,30 @@ def test_a_funnel_is_refused_at_the_stage_that_ran_away(monkeypatch):
     searches = _recording(monkeypatch)
     fns = advi.log_density_functions(_funnel, 10)
     start = advi.laplace_start(fns, advi.MEANFIELD, jnp.ones(10), None)
-    assert not start.ok and len(searches) == 1 and searches[0].ran_away
-    assert start.steps == searches[0].steps
+    # the first stage (relative test, abs_tol 0) ran away; no second stage followed
+    assert not start.ok and searches[-1][1].ran_away
+    assert all(abs_tol == 0 for abs_tol, _ in searches)
+    assert start.steps == sum(found.steps for _, found in searches)
+
+
+@pytest.mark.parametrize("scales, corr, hessians", [
+    (np.linspace(0.5, 2.0, 40), 0.3, 2),  # unwhitened L-BFGS finishes within K / 2 steps
+    (np.array([1e-3, 1e-1, 1.0, 1e2, 1e3]), 0.9, 3),  # it does not: whitened after K / 2
+])
+def test_the_first_stage_forms_a_hessian_only_where_unwhitened_steps_did_not_finish(
+        scales, corr, hessians):
+    gaussian, data, mean, cov, _ = _gaussian(scales, corr, seed=4)
+    fns = advi.log_density_functions(lambda z, d: gaussian(z, d) - 1e3, scales.size)
+    calls = []
+
+    def counted(zeta, data):
+        calls.append(zeta)
+        return fns.precision(zeta, data)
+
+    start = advi.laplace_start(fns._replace(precision=counted), advi.MEANFIELD,
+                               jnp.zeros(scales.size), data)
+    assert start.ok and len(calls) == hessians  # the last two: after each stage
+    np.testing.assert_array_less(np.abs(np.asarray(start.params.mu) - mean)
+                                 / np.sqrt(np.diag(cov)), 0.1)
+    if hessians == 3:  # the rest of the first stage, whitened, took a few steps
+        assert start.steps < 20

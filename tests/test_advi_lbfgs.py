@@ -154,7 +154,7 @@ def test_the_runaway_test_ends_the_laplace_start_down_a_funnel(monkeypatch):
     data = (jnp.asarray(rng.normal(size=800), jnp.float32),
             jnp.asarray(rng.random(800) < 0.5, jnp.float32), jnp.repeat(jnp.arange(40), 20))
     fns = advi.log_density_functions(_funnel_logistic, 43)
-    for seed in (1, 2):
+    for seed in (2, 4, 5):
         zeta0 = jax.random.normal(jax.random.PRNGKey(seed), (43,))
         ended = advi.laplace_start(fns, advi.MEANFIELD, zeta0, data)
         with monkeypatch.context() as patch:
