@@ -124,11 +124,10 @@ products, each about two gradients)."""
 UNWHITENED_STEPS_PER_DIM = 0.5
 """The host's first stage runs unwhitened for up to this many steps per dimension K before
 it forms the Hessian that would whiten the rest, and forms it only where the search has not
-finished by then. A Hessian is K reverse passes over the gradient and took as long as about
-0.3 K host steps on E1 and E2 (140-160 ms at K = 501, about 9 ms at K = 90): a well-posed
-start (E1: about 40 steps at K = 501) no longer pays for one, an ill-conditioned one pays
-the K / 2 unwhitened steps before it (benchmarks/README.md, "Measurements behind the
-library's defaults")."""
+finished by then. A Hessian is K reverse passes over the gradient and costs about as much
+as 0.3 K host steps on E1 and E2: a well-posed start (E1: about 40 steps at K = 501) no
+longer pays for one, an ill-conditioned one pays the K / 2 unwhitened steps before it
+(benchmarks/README.md, "Measurements behind the library's defaults")."""
 
 MODE_SD_TOL = 0.1
 """The mode is accepted when the Newton step |((-H)^-1 g)_k| is below this many Laplace

@@ -36,10 +36,10 @@ RUNAWAY = 100.0
 best point has grown to RUNAWAY times the smallest it had at an earlier best point: near a
 mode L-BFGS's gradient shrinks, while down a hierarchical funnel's neck (a group scale going
 to 0, where the density grows without bound) it grows with the curvature. On E2 (election88,
-K = 90) the refused start took 265-377 steps and 0.17-0.21 s of a 0.25 s fit to NUTS's
-answer, 75-132 steps and 0.05-0.09 s with the test (:mod:`advi.laplace` then runs no
-second stage); searches that reach a mode (the library's tests, E1) grew their gradient at
-most 38-fold (benchmarks/README.md, "Measurements behind the library's defaults")."""
+K = 90) the refused start took 265-377 steps, and 75-132 with the test (:mod:`advi.laplace`
+then runs no second stage); searches that reach a mode (the library's tests, E1) grew their
+gradient at most 38-fold (benchmarks/README.md, "Measurements behind the library's
+defaults")."""
 
 GAIN_WINDOW = 100
 """Iterations over which the search's gain in log p is taken for its stall test."""
