@@ -301,7 +301,8 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
 
 def _precision(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any
                ) -> np.ndarray:
-    """-H at zeta, (K, K) float64, symmetrised."""
+    """-H at zeta, (K, K) float64, symmetrised (``fns.precision`` must be set)."""
+    assert fns.precision is not None
     precision = np.asarray(fns.precision(_cast(zeta, dtype), data), np.float64)
     return 0.5 * (precision + precision.T)
 
