@@ -409,7 +409,7 @@ def laplace_start(
         newton = float(np.max(newton_sd)) if np.all(np.isfinite(newton_sd)) else np.inf
         ok = definite and newton < MODE_SD_TOL
         diag = np.diagonal(precision)
-        sd = 1 / np.sqrt(np.where(diag > 0, diag, 1.0))
+        sd = 1 / np.sqrt(np.where(np.isfinite(diag) & (diag > 0), diag, 1.0))
         if definite and family.name == "fullrank":
             whiten, _ = _whitening(precision, dim)
             scale = np.linalg.cholesky(whiten @ whiten.T)
