@@ -10,61 +10,47 @@ search. With H the Hessian there:
 - full-rank: mu = mode, L = cholesky((-H)^-1), the Laplace approximation itself.
 
 Up to ``hessian_max_dim`` the L-BFGS iterations run on the host in float64 (SciPy's
-L-BFGS-B, Byrd, Lu, Nocedal & Zhu 1995, through ``scipy.optimize.minimize``); only the log
-density's value and gradient (and the Hessian) are compiled. There an L-BFGS compiled into
-XLA (``optax.lbfgs``) took longer to compile than a whole fit of a small model, and its
-float32 iterates could not reach the exact mode that the Newton-step test below asks of a
-posterior whose scales span several orders of magnitude. Above it, where that test is not
-made and each step's evaluation is costly, the search is compiled (:mod:`advi.lbfgs`): the
-host's SciPy and round trips cost 30% of each step on E3, and the compiled search reaches a
-higher log p in the same steps (E3's start on one core: 5.05 s against 7.36 s; E5: 1.4 s
-against 2.8 s, a better mode on seeds 1 and 2 of 3; measurements: benchmarks/README.md,
-"Measurements behind the library's defaults").
+L-BFGS-B, Byrd, Lu, Nocedal & Zhu 1995); only the log density's value and gradient and the
+Hessian are compiled: a compiled L-BFGS took longer to compile than a whole fit of a small
+model, and its float32 iterates could not reach the exact mode that the Newton-step test
+below asks. Above it, where that test is not made and each evaluation is costly, the search
+is compiled (:mod:`advi.lbfgs`), which spares SciPy's work and the host round trips.
 
 The search runs in :data:`LAPLACE_STAGES` stages; each after the first works in coordinates
 whitened by the curvature where the previous one ended (zeta = zeta_prev + C u with C C^T =
 (-H)^-1 from its Cholesky factor, or the diagonal 1 / sqrt(-H_kk) where -H is not positive
 definite), in which a Gaussian posterior is N(0, I), and stops when every gradient
-coordinate is below MODE_SD_TOL / 10 there. The first stage runs unwhitened for up to
+coordinate is below MODE_SD_TOL / 10 there; the last may use the steps the earlier ones
+left of ``max_steps``. The first stage runs unwhitened for up to
 :data:`UNWHITENED_STEPS_PER_DIM` K steps, about the price of a Hessian, and only where it
-has not finished by then is the rest of it whitened by the curvature there (where -H is
-positive definite): unwhitened, an ill-conditioned, badly scaled regression spends the
-stage's whole step cap, whitened a few steps, while a well-posed start (E1) finishes
-before a Hessian would have paid (measurements: benchmarks/README.md, "Measurements behind
-the library's defaults").
-The Hessian is formed exactly (reverse-over-reverse autodiff) for K <= ``hessian_max_dim``;
-above that the second stage is whitened by one common scale (below) and stops when every
-gradient coordinate times that scale is below MODE_SD_TOL / 10 (the first stage's relative
-gradient test alone stopped L-BFGS far short of the mode in 10,000 dimensions: 20 steps
-and 150,000 nats below it on E5's mixture), and every coordinate of q starts at that
-scale, 1 / sqrt(median_k d_k), where d is Hutchinson's (1990) estimate of the
-diagonal of -H from :data:`CURVATURE_PROBES` Rademacher probes, d = mean_p v_p * (-H v_p)
-(Hessian-vector products, forward over reverse autodiff; Bekas, Kokiopoulou & Saad 2007):
-each d_k alone is too noisy to scale its coordinate by (the off-diagonal curvature of a
-factorisation swamps it), but their median places q's scales at the posterior's typical
-one, where the scales of 1 used before are 30 times too wide on E3 and cost thousands of
-iterations (benchmarks/README.md, "Measurements behind the library's defaults"). Where the
-median is not positive and finite the scales stay at 1 (omega = 0). The start is refused
-(``ok`` False, and the caller falls back to its usual start) when -H is not positive
-definite, or when the Newton step (-H)^-1 grad is larger than :data:`MODE_SD_TOL` Laplace
-standard deviations (sqrt((-H)^-1_kk)) along some coordinate (scale-free, unlike a raw
-gradient norm). A mode that runs off to a boundary, as in a hierarchical funnel where the
-density grows without bound as a scale goes to 0, fails both. Above ``hessian_max_dim``
-the test is ||grad|| <= GRAD_RTOL max(1, |log p|), at the returned point or at the end of
-an earlier stage: L-BFGS only raises log p after it, while the gradient's norm, which the
-second stage does not minimise, can rise back above the test (on E3 it did, to 1.12e-3 at a
-point 115,000 nats above the first stage's, and the refused start fell back to a random one
-1 nat per observation worse). The last stage may use whatever steps the earlier ones left
-of ``max_steps``. Up to ``hessian_max_dim`` a stage also ends when its gradient runs away,
-growing :data:`advi.lbfgs.RUNAWAY`-fold above its smallest; where -H is then not positive
-definite (a centred hierarchy's funnel: its log density is not concave in a group effect
-and the log scale jointly) no later stage runs and the start is refused, hundreds of steps
-sooner than the climb down the neck would take. Above ``hessian_max_dim`` a stage also ends when it
-stalls, log p rising by less than :data:`GAIN_RTOL` of itself over
-:data:`advi.lbfgs.GAIN_WINDOW` iterations, rather than at a fixed cap: on a factorisation
-the means travel along ridges where L-BFGS moves far faster than ADVI's diagonal steps, and
-a start stopped short of the stall leaves ADVI thousands of iterations of crawling
-(:data:`SEARCH_MAX_STEPS`).
+has not finished by then is its rest whitened by the curvature there (an ill-conditioned,
+badly scaled regression spends the whole step cap unwhitened, a few steps whitened). Up to
+``hessian_max_dim`` a stage also ends when its gradient runs away
+(:data:`advi.lbfgs.RUNAWAY`); where -H is then not positive definite (a centred hierarchy's
+funnel: its log density is not concave in a group effect and the log scale jointly) no
+later stage runs and the start is refused.
+
+The Hessian is formed exactly (reverse-over-reverse autodiff) for K <= ``hessian_max_dim``.
+Above that the second stage is whitened by one common scale and stops when every gradient
+coordinate times that scale is below MODE_SD_TOL / 10 (the first stage's relative test
+alone stops L-BFGS far short of the mode in 10,000 dimensions), or when it stalls, log p
+rising by less than :data:`GAIN_RTOL` of itself over :data:`advi.lbfgs.GAIN_WINDOW`
+iterations (on a factorisation L-BFGS moves the means along ridges where ADVI's diagonal
+steps crawl: :data:`SEARCH_MAX_STEPS`); every coordinate of q starts at that scale,
+1 / sqrt(median_k d_k), where d is Hutchinson's (1990) estimate of the diagonal of -H from
+:data:`CURVATURE_PROBES` Rademacher probes, d = mean_p v_p * (-H v_p) (Hessian-vector
+products, forward over reverse; Bekas, Kokiopoulou & Saad 2007): each d_k alone is too
+noisy (a factorisation's off-diagonal curvature swamps it), their median places q's scales
+at the posterior's typical one (1 where it is not positive and finite).
+
+The start is refused (``ok`` False; the caller falls back to its usual start) when -H is
+not positive definite, or when the Newton step (-H)^-1 grad is larger than
+:data:`MODE_SD_TOL` Laplace standard deviations (sqrt((-H)^-1_kk)) along some coordinate
+(scale-free, unlike a raw gradient norm): a funnel's mode, which runs off to a boundary,
+fails both. Above ``hessian_max_dim`` the test is ||grad|| <= GRAD_RTOL max(1, |log p|) at
+the returned point or at the end of an earlier stage (the second stage raises log p but
+does not minimise the gradient's norm). Measurements behind these choices:
+benchmarks/README.md, "Measurements behind the library's defaults".
 """
 
 from __future__ import annotations
@@ -90,13 +76,11 @@ stiff) needs about 400 where the Hessian is formed."""
 SEARCH_MAX_STEPS = 5000
 """L-BFGS iterations allowed for the mode by the compiled search (K > ``hessian_max_dim``),
 over all stages (a count); a stage ends sooner when it stalls (:data:`GAIN_RTOL`). On the
-paper's factorisations L-BFGS keeps climbing long after its gradient test holds, and each
-of its steps costs about one ADVI iteration but moves the means along the factors' ridges,
-where ADVI's diagonal steps crawl: stopped at a fixed 1,300 steps, E4's start left robust
-ADVI 30,000 iterations short of stationary; run to its stall (3,300-4,000 steps) the fit
-stops by itself within 850 (benchmarks/README.md, "Measurements behind the library's
-defaults"). The cap bounds what a search that never stalls costs (a mode that runs off to
-a boundary)."""
+paper's factorisations L-BFGS keeps climbing long after its gradient test holds, moving the
+means along the factors' ridges where ADVI's diagonal steps crawl: a start stopped at a
+fixed 1,300 steps left robust ADVI 30,000 iterations short of stationary on E4, one run to
+its stall stops within 850 (benchmarks/README.md, "Measurements behind the library's
+defaults"). The cap bounds a search that never stalls."""
 
 HESSIAN_MAX_DIM = 2000
 """Largest K whose Hessian is formed for the initial scales (K^2 floats, K gradients)."""
@@ -107,10 +91,7 @@ GRAD_RTOL = 1e-3
 GAIN_RTOL = 5e-4
 """Above ``hessian_max_dim`` a stage also ends when log p rose by less than GAIN_RTOL |log p|
 over the last :data:`advi.lbfgs.GAIN_WINDOW` iterations: on E3-E5 log p is then within
-about 0.5% of the mode's (the held-out score per observation moves with log p per
-observation), and the iterations left are ADVI's to spend. A smaller value costs E3's
-first score seconds; a larger one stalled one E4 seed of three early, where ADVI then
-crawled 10,650 iterations: a late stall costs a few hundred L-BFGS steps, an early one
+about 0.5% of the mode's. A late stall costs a few hundred L-BFGS steps, an early one
 thousands of ADVI iterations (benchmarks/README.md, "Measurements behind the library's
 defaults")."""
 
@@ -122,12 +103,11 @@ CURVATURE_PROBES = 8
 products, each about two gradients)."""
 
 UNWHITENED_STEPS_PER_DIM = 0.5
-"""The host's first stage runs unwhitened for up to this many steps per dimension K before
-it forms the Hessian that would whiten the rest, and forms it only where the search has not
-finished by then. A Hessian is K reverse passes over the gradient and costs about as much
-as 0.3 K host steps on E1 and E2: a well-posed start (E1: about 40 steps at K = 501) no
-longer pays for one, an ill-conditioned one pays the K / 2 unwhitened steps before it
-(benchmarks/README.md, "Measurements behind the library's defaults")."""
+"""The host's first stage runs unwhitened for up to this many steps per dimension K, and
+forms the Hessian that whitens its rest only where it has not finished by then. A Hessian
+(K reverse passes over the gradient) costs about 0.3 K host steps on E1 and E2: a
+well-posed start (E1: about 40 steps at K = 501) pays for none (benchmarks/README.md,
+"Measurements behind the library's defaults")."""
 
 MODE_SD_TOL = 0.1
 """The mode is accepted when the Newton step |((-H)^-1 g)_k| is below this many Laplace
@@ -277,11 +257,10 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
     for stage in range(stages):
         cap = max_steps // stages if stage < stages - 1 else max_steps - steps
         abs_tol = MODE_SD_TOL / 10 if stage > 0 else 0.0
-        ran_away = False
         if fns.search is not None:
             shift, met, used = _compiled_stage(fns.search, zeta, scale, cap, abs_tol, data,
                                                dtype)
-            zeta = zeta + scale * shift
+            zeta, ran_away = zeta + scale * shift, False
         elif stage == 0:
             zeta, met, used, ran_away = _first_host_stage(fns, value_and_grad, zeta, cap,
                                                           data, dtype)
@@ -321,16 +300,14 @@ def _first_host_stage(fns: LogDensityFunctions, value_and_grad: Callable, zeta: 
     """The first stage on the host: unwhitened for up to :data:`UNWHITENED_STEPS_PER_DIM`
     K steps; where that ended short of its test (neither met nor run away), the rest of
     the stage is whitened by the curvature there, if -H is positive definite."""
-    if fns.precision is None:
-        return _host_stage(value_and_grad, zeta, np.ones(zeta.size), cap, 0.0)
-    rental = min(cap, math.ceil(UNWHITENED_STEPS_PER_DIM * zeta.size))
-    zeta, met, used, ran_away = _host_stage(value_and_grad, zeta, np.ones(zeta.size), rental,
-                                            0.0)
-    if met or ran_away or used >= cap:
+    ones = np.ones(zeta.size)
+    rental = cap if fns.precision is None else min(
+        cap, math.ceil(UNWHITENED_STEPS_PER_DIM * zeta.size))
+    zeta, met, used, ran_away = _host_stage(value_and_grad, zeta, ones, rental, 0.0)
+    if met or ran_away or used >= cap or fns.precision is None:
         return zeta, met, used, ran_away
     whiten, definite = _whitening(_precision(fns, zeta, data, dtype), zeta.size)
-    zeta, met, more, ran_away = _host_stage(value_and_grad, zeta,
-                                            whiten if definite else np.ones(zeta.size),
+    zeta, met, more, ran_away = _host_stage(value_and_grad, zeta, whiten if definite else ones,
                                             cap - used, 0.0)
     return zeta, met, used + more, ran_away
 
