@@ -23,7 +23,8 @@ to say when it got there:
   (measurements: benchmarks/README.md, "Measurements behind the library's defaults");
 - stop: split R-hat of the iterates over the second half of the run below 1.1, or the
   ELBO's gain across that window (the last doubling of the run) below ``tol_rel_obj`` =
-  0.001 of its size, then the iterate average over the window (:mod:`advi.stationarity`;
+  0.001 of its size, then the iterate average over the window, or over its last chunks
+  where the iterates still drift (:mod:`advi.stationarity`;
   Dhaka et al. 2020, Welandawe et al. 2022), instead of Stan's relative-ELBO rule;
 - precision: float32, refitted in float64 where float32 cannot resolve q at the Laplace
   start's mode (``dtype="auto"``, :mod:`advi.precision`: unstandardised data such as a

@@ -14,7 +14,8 @@ when the ELBO has settled: its gain across the window, the last doubling of the 
 below ``tol_rel_obj`` of its size with 95% confidence (:func:`advi.stationarity.elbo_gain`,
 a test whose power does not fall with K, where R-hat's 2K quantities of a 25,000-dimensional
 factorisation keep drifting long after its predictions have settled); either way it returns
-the average of the iterates over the window. Non-finite draws beyond the redraw
+the average of the iterates over the window, or over its last chunks where they still
+drift (:func:`advi.stationarity.averaging_chunks`). Non-finite draws beyond the redraw
 budget restart the run from the current average with eta / 10, and a fresh trace whose first
 half is discarded. :class:`StationarityRule` is this stopping rule, run by
 :func:`advi.driver.drive`; :data:`POLICY` its restart policy.
@@ -31,7 +32,14 @@ from jax import Array
 
 from .compiled import ChunkMoments
 from .driver import RestartPolicy, Row, Verdict
-from .stationarity import elbo_gain, settled, split_rhat, stationary, window_chunks
+from .stationarity import (
+    averaging_chunks,
+    elbo_gain,
+    settled,
+    split_rhat,
+    stationary,
+    window_chunks,
+)
 from .step import ADVIState
 
 SMALLEST_ETA = 1e-4
@@ -72,8 +80,11 @@ class _Trace:
         return elbo_gain(np.asarray(self.elbo[-size:])) if size else (math.nan, math.nan)
 
     def average(self, chunk_len: int) -> Any:
-        """The iterate average over the window (the last chunk when the window is empty)."""
-        size = max(self.window(), 1)
+        """The iterate average over the window's trailing chunks that
+        :func:`advi.stationarity.averaging_chunks` picks (the last chunk when the window
+        is empty)."""
+        size = self.window()
+        size = max(averaging_chunks(np.stack(self.stat[-size:]), chunk_len) if size else 1, 1)
 
         def mean(*sums: np.ndarray) -> Array:  # on the host: no eager XLA op to compile
             total = np.sum(np.stack(sums), axis=0, dtype=np.float64)
@@ -92,7 +103,8 @@ POLICY = RestartPolicy(
 class StationarityRule:
     """The robust preset's stopping rule for :func:`advi.driver.drive` (module docstring):
     each chunk's moments join the trace; the run has converged when split R-hat over the
-    window is below the threshold; the reported parameters are the window's average.
+    window is below the threshold; the reported parameters are the average of the window or
+    of its last chunks (:func:`advi.stationarity.averaging_chunks`).
 
     Args:
         chunk_len: iterations per chunk (the moments are sums over that many).
@@ -116,7 +128,7 @@ class StationarityRule:
         self.tol_rel_obj = tol_rel_obj
         self.max_iter_note = (f"max_iter={max_iter} reached before the iterates were "
                               "stationary (split R-hat < 1.1) or the ELBO settled; the "
-                              "result is the average of the last window")
+                              "result is the average of the last iterates")
 
     def observe(self, state: ADVIState, moments: ChunkMoments) -> Verdict:
         """Add the chunk to the trace and test the window."""

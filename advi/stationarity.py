@@ -6,7 +6,9 @@ Huggins (2022), "Robust, automated, and accurate black-box variational inference
 constant step size the iterates of stochastic optimisation become a stationary Markov chain
 around the optimum; split R-hat (Gelman et al. 2013, BDA3 Section 11.4) over a window of
 the trace says when that has happened, and the average of the iterates over the stationary
-window (Polyak & Juditsky 1992) is much closer to the optimum than the last iterate.
+window (Polyak & Juditsky 1992) is much closer to the optimum than the last iterate. Where
+a run stops before its iterates are stationary, the average is over the window's last
+chunks, as many as balance the drift's lag against the noise (:func:`averaging_chunks`).
 
 The trace is kept as moments per chunk of iterations (sums and sums of squares, shape
 (num_chunks, P)), not as the iterates themselves, so its memory does not grow with K times
@@ -16,6 +18,7 @@ the window length; a window is a whole number of chunks.
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import chdtri, fdtrc
 
 RHAT_THRESHOLD = 1.1
 """Split R-hat below which a monitored quantity counts as stationary (BDA3's 1.1)."""
@@ -33,6 +36,10 @@ RHAT_SPLITS = 4
 
 MIN_WINDOW_CHUNKS = 2 * RHAT_SPLITS
 """Chunks run before the first stationarity check."""
+
+DRIFT_LEVEL = 1e-3
+"""False-alarm level of :func:`averaging_chunks`' test for a drift of the iterates across
+the window, below which the average is over all of it."""
 
 
 def window_chunks(num_chunks: int, burn_in: bool) -> int:
@@ -120,6 +127,59 @@ def settled(gain: float, se: float, tol: float) -> bool:
     is below ``tol``, so that a noisy window (few chunks, a small ELBO) does not pass by
     chance while the fit still climbs."""
     return bool(np.isfinite(gain) and np.isfinite(se) and gain + 2 * se < tol)
+
+
+def averaging_chunks(sums: np.ndarray, chunk_len: int, level: float = DRIFT_LEVEL) -> int:
+    """How many trailing chunks of a window the iterate average is taken over.
+
+    Where the run stopped by the ELBO's rule, by ``max_iter`` or at a checkpoint, the
+    iterates may still drift (a factorisation's slow coordinates), and an average over a
+    long window then lags them: the longer the run, the farther the average of its second
+    half from where the iterates are. Each monitored quantity's chunk means are fitted by a
+    line over the window (least squares: slope b_k, residual variance s_k^2 per chunk). The
+    average of the last w chunks then misses the line's value at the window's end by
+    b_k (w - 1) / 2 and has variance s_k^2 / w. Where the slopes are, together, beyond their
+    noise (each slope's F statistic turned into the chi-square(1) value of the same tail
+    probability, their sum above the chi-square quantile at ``level``), w minimises
+    the estimated loss of ELBO this error costs at a Gaussian optimum, to second order:
+    sum over means of error^2 / (2 sd_k^2) plus sum over log sds of error^2 (b_k^2
+    estimated without bias as b_k^2 - var(b_k)). Otherwise the whole window: stationary
+    iterates are best averaged over all of it (Polyak & Juditsky 1992).
+
+    Args:
+        sums: (J, 2K) float, the window's per-chunk sums of the monitored quantities (each
+            mean of q, then each log standard deviation; :class:`advi.compiled.
+            ChunkMoments`' ``stat``); non-finite columns are left out.
+        chunk_len: iterations per chunk.
+        level: the drift test's false-alarm level.
+
+    Returns:
+        the number of trailing chunks, from 1 to J (J when J < 3: no line to fit).
+    """
+    means = np.asarray(sums, np.float64) / chunk_len
+    num = means.shape[0]
+    if num < 3:
+        return num
+    dim = means.shape[1] // 2
+    with np.errstate(over="ignore"):
+        weights = np.concatenate([0.5 * np.exp(-2.0 * means[-1, dim:]), np.ones(dim)])
+    finite = np.all(np.isfinite(means), axis=0) & np.isfinite(weights)
+    means, weights = means[:, finite], weights[finite]
+    index = np.arange(num) - (num - 1) / 2
+    spread = float(index @ index)
+    centred = means - means.mean(0)
+    slope = index @ centred / spread
+    noise = np.sum((centred - np.outer(index, slope)) ** 2, 0) / (num - 2)
+    keep = noise > 0
+    slope, noise, weights = slope[keep], noise[keep], weights[keep]
+    # each slope's F(1, num - 2) statistic as the chi-square(1) of the same tail probability
+    evidence = chdtri(1, fdtrc(1, num - 2, slope**2 * spread / noise))
+    if not keep.any() or np.sum(evidence) <= chdtri(keep.sum(), level):
+        return num
+    drift = np.sum(weights * (slope**2 - noise / spread))
+    chunks = np.arange(1, num + 1)
+    loss = drift * ((chunks - 1) / 2) ** 2 + np.sum(weights * noise) / chunks
+    return int(chunks[np.argmin(loss)])
 
 
 def stationary(rhat: np.ndarray, quantile: float = RHAT_QUANTILE,

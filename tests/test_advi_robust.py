@@ -276,3 +276,38 @@ def test_above_the_hessian_limit_the_fit_starts_at_the_common_scale_and_stops_by
     assert np.median(np.abs(log_ratio)) < 0.1
     mean_error = np.abs(np.asarray(result.params.mu) - np.asarray(mean)) / np.asarray(sd)
     assert np.median(mean_error) < 0.05
+
+
+def test_a_run_that_ends_mid_drift_returns_the_average_of_its_last_chunks():
+    """The stopping rule's estimate after a run whose means still drift 0.05 q-sds per
+    chunk of 50 iterations (the window: the second half of 32 chunks): the average of the
+    chunks :func:`advi.stationarity.averaging_chunks` picks, which lags the iterates' end
+    by a fraction of the whole window's lag; a stationary run's is the whole window's."""
+    from advi.compiled import ChunkMoments
+    from advi.robust import StationarityRule
+    from advi.stationarity import averaging_chunks
+
+    rng = np.random.default_rng(0)
+    num, dim, chunk_len, sd = 32, 100, 50, 0.5
+    for drift in (0.05, 0.0):
+        rule = StationarityRule(chunk_len, burn_in=True, max_iter=10**6, tol_rel_obj=0.0)
+        line = drift * sd * np.arange(num)[:, None]
+        mu = 2.0 + line + 0.1 * sd * rng.normal(size=(num, dim))
+        omega = np.log(sd) + 0.02 * rng.normal(size=(num, dim))
+        for m, o in zip(mu, omega, strict=True):
+            stat = np.concatenate([m, o]) * chunk_len
+            rule.observe(None, ChunkMoments(
+                advi.MeanFieldParams(jnp.asarray(m * chunk_len), jnp.asarray(o * chunk_len)),
+                stat, stat**2 / chunk_len, -1.0))
+        window = num // 2
+        chosen = averaging_chunks(np.concatenate([mu, omega], 1)[-window:] * chunk_len,
+                                  chunk_len)
+        estimate = np.asarray(rule.estimate(None).mu)
+        np.testing.assert_allclose(estimate, mu[-chosen:].mean(0), rtol=1e-5)
+        if drift:
+            end = 2.0 + line[-1]
+            lag_window = np.abs(mu[-window:].mean(0) - end).mean() / sd
+            assert lag_window == pytest.approx(drift * (window - 1) / 2, rel=0.15)
+            assert np.abs(estimate - end).mean() / sd < lag_window / 2
+        else:
+            assert chosen == window

@@ -6,6 +6,7 @@ import pytest
 from advi.stationarity import (
     MIN_WINDOW_CHUNKS,
     RHAT_SPLITS,
+    averaging_chunks,
     elbo_gain,
     settled,
     split_rhat,
@@ -79,3 +80,43 @@ def test_elbo_gain_refuses_a_window_it_cannot_split_and_a_zero_elbo():
         elbo_gain(np.zeros(6))
     gain, se = elbo_gain(np.zeros(8))
     assert np.isnan(gain) and not settled(gain, se, tol=1.0)
+
+
+def _chunk_sums(mu: np.ndarray, log_sd: np.ndarray, chunk_len: int = 50) -> np.ndarray:
+    """(J, 2K) per-chunk sums of iterates whose chunk means are ``mu`` and ``log_sd``."""
+    return np.concatenate([mu, log_sd], axis=1) * chunk_len
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_stationary_iterates_are_averaged_over_the_whole_window(seed):
+    rng = np.random.default_rng(seed)
+    mu = 3.0 + 0.1 * rng.normal(size=(16, 40))
+    log_sd = np.log(0.5) + 0.05 * rng.normal(size=(16, 40))
+    assert averaging_chunks(_chunk_sums(mu, log_sd), chunk_len=50) == 16
+
+
+def test_drifting_iterates_are_averaged_over_the_last_chunks_where_they_are_now():
+    """Means drifting 0.05 q-sds per chunk under noise of 0.1 q-sds: the average of the
+    whole window (24 chunks) lags the iterates' end by about 0.6 sds, the chosen average
+    by a fraction of that, with a smaller error all told."""
+    rng = np.random.default_rng(0)
+    num, dim, sd = 24, 200, 0.5
+    line = 0.05 * sd * np.arange(num)[:, None]
+    mu = 1.0 + line + 0.1 * sd * rng.normal(size=(num, dim))
+    log_sd = np.log(sd) + 0.02 * rng.normal(size=(num, dim))
+    chosen = averaging_chunks(_chunk_sums(mu, log_sd), chunk_len=50)
+    assert 2 <= chosen <= num // 2
+    end = 1.0 + line[-1]
+    error_all = np.sqrt(np.mean((mu.mean(0) - end) ** 2)) / sd
+    error_chosen = np.sqrt(np.mean((mu[-chosen:].mean(0) - end) ** 2)) / sd
+    assert error_all == pytest.approx(0.05 * (num - 1) / 2, rel=0.1)
+    assert error_chosen < error_all / 2
+
+
+def test_a_few_chunks_or_non_finite_quantities_do_not_break_the_choice():
+    rng = np.random.default_rng(3)
+    mu, log_sd = rng.normal(size=(16, 5)), np.zeros((16, 5))
+    assert averaging_chunks(_chunk_sums(mu[:2], log_sd[:2]), chunk_len=50) == 2
+    mu[:, 0] = np.inf  # a quantity that overflowed: left out, the others decide
+    log_sd[:, 1] = np.nan
+    assert averaging_chunks(_chunk_sums(mu, log_sd), chunk_len=50) == 16
