@@ -4,7 +4,9 @@ A fit can stop, by either preset's rule, far from the optimum of its family: in 
 normal mean with a flat prior and unstandardised data (far from 0 against their sd) can end
 many posterior sds off while split R-hat calls the iterates converged
 (``benchmarks/bench_scale.py``). :func:`end_of_fit_warnings` looks at the returned q
-for the symptoms, and each warning names the likely cause and the remedy (:data:`REMEDY`):
+for the symptoms, and each warning names the likely cause and the remedy (:data:`REMEDY`;
+the gradient's warning after a run that stopped early also names running longer,
+:data:`EARLY_STOPS`):
 
 - the ELBO's gradient with respect to q's mean, in q's own units (each coordinate's
   ``sd_k * dELBO/dmu_k``, estimated from :data:`GRAD_DRAWS` draws of q in batches of
@@ -84,6 +86,14 @@ REMEDY = ("standardise the data (centre and scale observations and predictors so
           "preset=\"robust\" switches by itself where float32 cannot resolve its start), or "
           "refit from another start (init=..., another rng_key)")
 """The remedy every end-of-fit warning names."""
+
+EARLY_STOPS = frozenset({"elbo settled", "max_iter", "mean", "median", "mean and median",
+                         "stopped by checkpoint"})
+"""``convergence_reason`` values of a run that stopped before its iterates were shown to be
+stationary (the ELBO rules, the iteration cap, the user's hook): where such a fit's mean or
+scales are off the optimum, running longer is a remedy too (for the robust preset, whose
+result then averages the iterates where they are, :func:`advi.stationarity.averaging_chunks`,
+the check's flags fall as the run lengthens)."""
 
 
 def gradient_moments(scaled_grads: Array) -> tuple[Array, Array, Array]:
@@ -235,4 +245,10 @@ def end_of_fit_warnings(result: Any, compiled: Any, start_mu: Array | None,
              "ill-conditioning), or too few iterations")
     if fell_back is not None:
         cause += f", and the Laplace start found no usable mode ({fell_back})"
-    return [f"{note}{cause}; remedy: {REMEDY}" for note in notes if note is not None]
+    remedies = [REMEDY] * len(notes)
+    if notes[0] is not None and result.convergence_reason in EARLY_STOPS:
+        remedies[0] = (f"run longer (a smaller tol_rel_obj or a larger max_iter: the run "
+                       f"stopped by {result.convergence_reason!r} after "
+                       f"{result.num_iterations} iterations), {REMEDY}")
+    return [f"{note}{cause}; remedy: {remedy}"
+            for note, remedy in zip(notes, remedies, strict=True) if note is not None]

@@ -180,7 +180,8 @@ def fit(
     At the end, checks that need no reference posterior (:mod:`advi.checks`: the ELBO's
     gradient at the returned mean against its Monte Carlo noise, Pareto k-hat, a mean that
     never left its start) warn with a ``RuntimeWarning`` naming the likely cause and the
-    remedy (standardise the data, float64, another start), also kept in
+    remedy (standardise the data, float64, another start; running longer, where the
+    gradient's check fires after a stop by the ELBO rule or max_iter), also kept in
     ``result.warnings``; minibatched fits are not checked.
 
     The first fit of a process turns on JAX's persistent compilation cache unless the user

@@ -64,6 +64,23 @@ def test_a_well_specified_fit_warns_only_when_more_than_a_sd_off(preset, seed):
     assert result.pareto_khat < 0.7  # the cached draws, through ArviZ
 
 
+def test_a_fit_cut_short_names_running_longer_among_the_remedies():
+    """A robust fit from a random start far from its data's mean (about 500 posterior
+    sds), cut at 100 iterations: the gradient warning names running longer,
+    with the stop and its iteration count; the cap's own warning stays as it was."""
+    y = jnp.asarray(50.0 + np.random.default_rng(0).normal(size=100), jnp.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = advi.fit(normal_mean, y, rng_key=jax.random.PRNGKey(0), preset="robust",
+                          start="init", dtype=None, max_iter=100, progress_bar=False)
+    assert result.convergence_reason == "max_iter"
+    assert abs(float(result.params.mu[0]) - float(y.mean())) > 10  # still far off
+    notes = [str(w.message) for w in caught if "ELBO's gradient" in str(w.message)]
+    assert len(notes) == 1, [str(w.message) for w in caught]
+    assert ("remedy: run longer (a smaller tol_rel_obj or a larger max_iter: the run "
+            "stopped by 'max_iter' after 100 iterations), standardise the data") in notes[0]
+
+
 def test_gradient_moments_and_flags_on_synthetic_draws():
     rng = np.random.default_rng(0)
     draws = rng.normal(size=(400, 3)) + np.array([0.0, 0.3, 3.0])
@@ -109,6 +126,7 @@ def test_unmoved_mean_warns():
     class Fake:
         params = advi.MeanFieldParams(jnp.array([1e8, 2.0]), jnp.zeros(2))
         num_iterations = 100
+        convergence_reason = "rhat"
         khat_log_weights = None
 
     compiled = type("C", (), {})()
