@@ -18,7 +18,7 @@ the window length; a window is a whole number of chunks.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import chdtri, fdtrc
+from scipy.special import chdtri, ndtri, stdtr
 
 RHAT_THRESHOLD = 1.1
 """Split R-hat below which a monitored quantity counts as stationary (BDA3's 1.1)."""
@@ -139,7 +139,7 @@ def averaging_chunks(sums: np.ndarray, chunk_len: int, level: float = DRIFT_LEVE
     line over the window (least squares: slope b_k, residual variance s_k^2 per chunk). The
     average of the last w chunks then misses the line's value at the window's end by
     b_k (w - 1) / 2 and has variance s_k^2 / w. Where the slopes are, together, beyond their
-    noise (each slope's F statistic turned into the chi-square(1) value of the same tail
+    noise (each slope's t statistic turned into the chi-square(1) value of the same tail
     probability, their sum above the chi-square quantile at ``level``), w minimises
     the estimated loss of ELBO this error costs at a Gaussian optimum, to second order:
     sum over means of error^2 / (2 sd_k^2) plus sum over log sds of error^2 (b_k^2
@@ -169,11 +169,14 @@ def averaging_chunks(sums: np.ndarray, chunk_len: int, level: float = DRIFT_LEVE
     spread = float(index @ index)
     centred = means - means.mean(0)
     slope = index @ centred / spread
-    noise = np.sum((centred - np.outer(index, slope)) ** 2, 0) / (num - 2)
+    # the residuals' sum of squares: the centred one less what the line explains
+    noise = np.maximum(np.einsum("jp,jp->p", centred, centred) - slope**2 * spread,
+                       0.0) / (num - 2)
     keep = noise > 0
     slope, noise, weights = slope[keep], noise[keep], weights[keep]
-    # each slope's F(1, num - 2) statistic as the chi-square(1) of the same tail probability
-    evidence = chdtri(1, fdtrc(1, num - 2, slope**2 * spread / noise))
+    # each slope's t statistic (num - 2 degrees of freedom) as the chi-square(1) value of
+    # the same two-sided tail probability
+    evidence = ndtri(stdtr(num - 2, -np.abs(slope) * np.sqrt(spread / noise))) ** 2
     if not keep.any() or np.sum(evidence) <= chdtri(keep.sum(), level):
         return num
     drift = np.sum(weights * (slope**2 - noise / spread))
