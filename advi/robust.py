@@ -33,6 +33,7 @@ from jax import Array
 from .compiled import ChunkMoments
 from .driver import RestartPolicy, Row, Verdict
 from .stationarity import (
+    RHAT_SPLITS,
     averaging_chunks,
     elbo_gain,
     settled,
@@ -47,32 +48,56 @@ SMALLEST_ETA = 1e-4
 
 
 class _Trace:
-    """The per-chunk moments of the current phase, on the host."""
+    """The per-chunk moments of the current phase, on the host: each chunk's parameter sums
+    and ELBO, and running (prefix) sums of the monitored quantities and their squares in
+    float64, so that a window's split R-hat costs O(P) per chunk whatever its length.
+    After a burn-in, chunks older than half the trace (no later window reaches them) are
+    dropped."""
 
     def __init__(self, burn_in: bool) -> None:
         self.burn_in = burn_in
-        self.params: list[Any] = []
-        self.stat: list[np.ndarray] = []
-        self.stat_sq: list[np.ndarray] = []
+        self.count = 0  # chunks added
+        self.params: list[Any] = []  # the last len(self.params) chunks'
+        self.prefix: list[tuple[np.ndarray, np.ndarray]] = []  # sums up to each kept chunk
+        self.base: tuple[np.ndarray, np.ndarray] | None = None  # sums before the kept ones
         self.elbo: list[float] = []
+        self.averaged: tuple[int, Any] | None = None  # (count, the average at that count)
 
     def add(self, m: ChunkMoments) -> None:
+        stat = np.asarray(m.stat, np.float64)
+        stat_sq = np.asarray(m.stat_sq, np.float64)
+        if self.base is None:
+            self.base = (np.zeros_like(stat), np.zeros_like(stat_sq))
+        last = self.prefix[-1] if self.prefix else self.base
+        self.prefix.append((last[0] + stat, last[1] + stat_sq))
         self.params.append(jax.tree.map(np.asarray, m.params))
-        self.stat.append(np.asarray(m.stat))
-        self.stat_sq.append(np.asarray(m.stat_sq))
         self.elbo.append(float(m.elbo))
+        self.count += 1
+        if self.burn_in:  # a later window starts at or after chunk count // 2
+            while self.count - len(self.prefix) < self.count // 2 - 1:
+                self.base = self.prefix.pop(0)
+                self.params.pop(0)
 
     def window(self) -> int:
         """Chunks in the current window (0 before the first check)."""
-        return window_chunks(len(self.stat), self.burn_in)
+        return window_chunks(self.count, self.burn_in)
+
+    def _sums(self, size: int, pieces: int) -> tuple[np.ndarray, np.ndarray]:
+        """(pieces, P) sums of the quantities and of their squares over the last ``size``
+        chunks cut into ``pieces`` consecutive parts (``size`` a multiple of ``pieces``)."""
+        assert self.base is not None
+        bounds = [self.prefix[-1 - i] if i < len(self.prefix) else self.base
+                  for i in range(size, -1, -size // pieces)]
+        return (np.diff(np.stack([b[0] for b in bounds]), axis=0),
+                np.diff(np.stack([b[1] for b in bounds]), axis=0))
 
     def rhat(self, chunk_len: int) -> tuple[bool, float]:
         """(stationary, the R-hat statistic) over the window; (False, nan) before it."""
         size = self.window()
         if not size:
             return False, math.nan
-        stat, stat_sq = np.stack(self.stat[-size:]), np.stack(self.stat_sq[-size:])
-        return stationary(split_rhat(stat, stat_sq, chunk_len))
+        stat, stat_sq = self._sums(size, RHAT_SPLITS)
+        return stationary(split_rhat(stat, stat_sq, chunk_len * size // RHAT_SPLITS))
 
     def gain(self) -> tuple[float, float]:
         """:func:`advi.stationarity.elbo_gain` over the window; (nan, nan) before it."""
@@ -82,15 +107,18 @@ class _Trace:
     def average(self, chunk_len: int) -> Any:
         """The iterate average over the window's trailing chunks that
         :func:`advi.stationarity.averaging_chunks` picks (the last chunk when the window
-        is empty)."""
+        is empty); kept until the next chunk (a checkpoint and the end ask for the same)."""
+        if self.averaged is not None and self.averaged[0] == self.count:
+            return self.averaged[1]
         size = self.window()
-        size = max(averaging_chunks(np.stack(self.stat[-size:]), chunk_len) if size else 1, 1)
+        size = max(averaging_chunks(self._sums(size, size)[0], chunk_len) if size else 1, 1)
 
         def mean(*sums: np.ndarray) -> Array:  # on the host: no eager XLA op to compile
             total = np.sum(np.stack(sums), axis=0, dtype=np.float64)
             return jax.device_put((total / (size * chunk_len)).astype(sums[0].dtype))
 
-        return jax.tree.map(mean, *self.params[-size:])
+        self.averaged = (self.count, jax.tree.map(mean, *self.params[-size:]))
+        return self.averaged[1]
 
 
 POLICY = RestartPolicy(

@@ -11,8 +11,8 @@ a run stops before its iterates are stationary, the average is over the window's
 chunks, as many as balance the drift's lag against the noise (:func:`averaging_chunks`).
 
 The trace is kept as moments per chunk of iterations (sums and sums of squares, shape
-(num_chunks, P)), not as the iterates themselves, so its memory does not grow with K times
-the window length; a window is a whole number of chunks.
+(num_chunks, P)), not as the iterates themselves, so its memory grows with K times the
+number of chunks, not of iterations; a window is a whole number of chunks.
 """
 
 from __future__ import annotations

@@ -311,3 +311,31 @@ def test_a_run_that_ends_mid_drift_returns_the_average_of_its_last_chunks():
             assert np.abs(estimate - end).mean() / sd < lag_window / 2
         else:
             assert chosen == window
+
+
+@pytest.mark.parametrize("burn_in", [True, False])
+def test_the_rules_rhat_from_running_sums_is_split_rhat_over_the_window(burn_in):
+    """The rule keeps running sums (and drops chunks no later window reaches): each
+    chunk's R-hat statistic equals split R-hat over the window's own chunks, recomputed."""
+    from advi.compiled import ChunkMoments
+    from advi.robust import StationarityRule
+    from advi.stationarity import split_rhat, stationary, window_chunks
+
+    rng = np.random.default_rng(1)
+    rule = StationarityRule(50, burn_in=burn_in, max_iter=10**6, tol_rel_obj=0.0)
+    stats, squares = [], []
+    for j in range(41):
+        stat = (rng.normal(size=6) * 50 + 3 * j).astype(np.float32)
+        square = (stat**2 / 50 + rng.uniform(1, 5, size=6)).astype(np.float32)
+        stats.append(stat)
+        squares.append(square)
+        verdict = rule.observe(None, ChunkMoments(
+            advi.MeanFieldParams(jnp.asarray(stat[:3]), jnp.asarray(stat[3:])), stat, square,
+            -1.0))
+        size = window_chunks(j + 1, burn_in)
+        if not size:
+            assert math.isnan(verdict.row.rhat)
+            continue
+        expected = stationary(split_rhat(np.stack(stats[-size:]), np.stack(squares[-size:]),
+                                         50))[1]
+        assert verdict.row.rhat == pytest.approx(expected, rel=1e-9)
