@@ -126,7 +126,8 @@ def _make_chunk(alg: Algorithm, family: Family, probe: Callable, moments: bool) 
     ChunkMoments)``; ``values_finite``: the log density was finite at every one of
     ``probe``'s draws (``probe`` is ``elbo(params, key, salt, data)`` of :func:`_make_elbo`,
     at the draws of :data:`TRACE_SALT`) from the final q or, with ``moments``, from q at the
-    chunk's average, whose ELBO they give (one evaluation serves both)."""
+    chunk's average, whose ELBO they give (one evaluation serves both). The loop ends at a
+    refused step (``failed``); a ``jax.lax.cond`` per step was slower (benchmarks/README)."""
     def chunk(state: ADVIState, eta: Array, key: Array, salt: Array, num_steps: Array,
               data: Any) -> Any:
         run_key = jax.random.fold_in(key, salt)
@@ -134,26 +135,25 @@ def _make_chunk(alg: Algorithm, family: Family, probe: Callable, moments: bool) 
         def one(s: ADVIState) -> ADVIState:
             return alg.step(s, jax.random.fold_in(run_key, s.iteration), eta, data)[0]
 
-        def body(_: Array, s: ADVIState) -> ADVIState:
-            return jax.lax.cond(s.failed, lambda s: s, one, s)
+        def going(carry: tuple) -> Array:
+            return (carry[0] < num_steps) & ~carry[1].failed
 
-        def body_m(_: Array, carry: tuple[ADVIState, ChunkMoments]) -> Any:
-            s, m = carry
+        def body_m(carry: tuple[Array, ADVIState, ChunkMoments]) -> Any:
+            k, s, m = carry
             new = one(s)
             stat = _monitored(family, new.params)
-            return new, m._replace(params=jax.tree.map(jnp.add, m.params, new.params),
-                                   stat=m.stat + stat, stat_sq=m.stat_sq + stat**2)
+            return k + 1, new, m._replace(params=jax.tree.map(jnp.add, m.params, new.params),
+                                          stat=m.stat + stat, stat_sq=m.stat_sq + stat**2)
 
-        salt_trace = np.uint32(TRACE_SALT)
+        salt_trace, k = np.uint32(TRACE_SALT), jnp.zeros((), jnp.int32)
         if not moments:
-            state = jax.lax.fori_loop(0, num_steps, body, state)
+            state = jax.lax.while_loop(going, lambda c: (c[0] + 1, one(c[1])), (k, state))[1]
             return state, probe(state.params, key, salt_trace, data).redraws == 0
         zeros = jnp.zeros(2 * state.params.mu.shape[-1], state.params.mu.dtype)
         start = ChunkMoments(jax.tree.map(jnp.zeros_like, state.params), zeros, zeros,
                              jnp.zeros((), zeros.dtype))
-        state, m = jax.lax.fori_loop(0, num_steps, body_m, (state, start))
-        average = jax.tree.map(lambda x: x / jnp.maximum(num_steps, 1).astype(x.dtype),
-                               m.params)
+        k, state, m = jax.lax.while_loop(going, body_m, (k, state, start))
+        average = jax.tree.map(lambda x: x / jnp.maximum(k, 1).astype(x.dtype), m.params)
         trace = probe(average, key, salt_trace, data)  # also the check, where q has been
         m = m._replace(elbo=jnp.where(trace.ok, trace.elbo, -jnp.inf))
         return (state, m), trace.redraws == 0

@@ -124,3 +124,40 @@ def test_on_a_cpu_the_elbo_of_large_draws_runs_in_batches_with_the_same_value(ca
         keys, state, _ = small.setup(KEY, 0)
         small.elbo(state.params, keys[2], 0)
     assert "the ELBO's" not in caplog.text
+
+
+@pytest.mark.parametrize("preset", ["stan", "robust"])
+def test_a_chunk_ends_at_a_failed_step_with_the_last_finite_state(preset):
+    """log p(z) = z below 1 and NaN beyond: q is pushed into the NaN region and a step
+    exhausts its redraws. Run one iteration at a time, the first failed step leaves the
+    state at iteration f with the last finite parameters; a single chunk of 50 from the
+    same start ends there too, without running its remaining steps."""
+    calls = []
+
+    def log_density(z):
+        jax.debug.callback(lambda: calls.append(1))
+        return jnp.where(z[0] < 1.0, z[0], jnp.nan)
+
+    target = advi.from_log_density(log_density, dim=1)
+
+    def state_of(out, compiled):
+        return out[0] if compiled.options.moments else out
+
+    single = _compiled(target, preset)
+    keys, start, _ = single.setup(KEY, 0)
+    state = start
+    while not bool(state.failed):
+        assert int(state.iteration) < 30, "the fit was expected to fail within 30 steps"
+        previous = state
+        state = state_of(single.run(state, 1.0, keys[1], 0, 1), single)
+    assert int(state.iteration) == int(previous.iteration)
+    chunked = _compiled(target, preset)
+    calls.clear()
+    whole = state_of(chunked.run(start, 1.0, keys[1], 0, 50), chunked)
+    assert bool(whole.failed) and int(whole.iteration) == int(state.iteration)
+    for a, b in zip(jax.tree.leaves(whole.params), jax.tree.leaves(previous.params),
+                    strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # the chunk's remaining steps each repeating the failed one's 11 evaluations would take
+    # 11 (50 - f) of them; ending at the failure takes a few per step and the probe's
+    assert len(calls) < 11 * (50 - int(state.iteration)) / 2
