@@ -127,7 +127,7 @@ def _make_chunk(alg: Algorithm, family: Family, probe: Callable, moments: bool) 
     ``probe``'s draws (``probe`` is ``elbo(params, key, salt, data)`` of :func:`_make_elbo`,
     at the draws of :data:`TRACE_SALT`) from the final q or, with ``moments``, from q at the
     chunk's average, whose ELBO they give (one evaluation serves both). The loop ends at a
-    refused step (``failed``); a ``jax.lax.cond`` per step was slower (benchmarks/README)."""
+    refused step (``failed``); a ``jax.lax.cond`` per step was slower (benchmarks/README.md)."""
     def chunk(state: ADVIState, eta: Array, key: Array, salt: Array, num_steps: Array,
               data: Any) -> Any:
         run_key = jax.random.fold_in(key, salt)
