@@ -47,10 +47,10 @@ The start is refused (``ok`` False; the caller falls back to its usual start) wh
 not positive definite, or when the Newton step (-H)^-1 grad is larger than
 :data:`MODE_SD_TOL` Laplace standard deviations (sqrt((-H)^-1_kk)) along some coordinate
 (scale-free, unlike a raw gradient norm): a funnel's mode, which runs off to a boundary,
-fails both. Above ``hessian_max_dim`` the test is ||grad|| <= GRAD_RTOL max(1, |log p|) at
-the returned point or at the end of an earlier stage (the second stage raises log p but
-does not minimise the gradient's norm). Measurements behind these choices:
-benchmarks/README.md, "Measurements behind the library's defaults".
+fails both. Above ``hessian_max_dim`` a stage's test met, or ||grad|| <= GRAD_RTOL max(1,
+|log p|) at the returned point, accepts it, and a search that found no step refuses it
+(:class:`advi.lbfgs.Search`'s ``failed``: log p rising without bound, as down a funnel's
+neck). Measurements: benchmarks/README.md, "Measurements behind the library's defaults".
 """
 
 from __future__ import annotations
@@ -76,11 +76,10 @@ stiff) needs about 400 where the Hessian is formed."""
 SEARCH_MAX_STEPS = 5000
 """L-BFGS iterations allowed for the mode by the compiled search (K > ``hessian_max_dim``),
 over all stages (a count); a stage ends sooner when it stalls (:data:`GAIN_RTOL`). On the
-paper's factorisations L-BFGS keeps climbing long after its gradient test holds, moving the
-means along the factors' ridges where ADVI's diagonal steps crawl: a start stopped at a
-fixed 1,300 steps left robust ADVI 30,000 iterations short of stationary on E4, one run to
-its stall stops within 850 (benchmarks/README.md, "Measurements behind the library's
-defaults"). The cap bounds a search that never stalls."""
+paper's factorisations L-BFGS climbs long after its gradient test holds, moving the means
+along ridges where ADVI's diagonal steps crawl: stopped at 1,300 steps, E4's start left
+robust ADVI 30,000 iterations short of stationary (benchmarks/README.md, "Measurements
+behind the library's defaults"). The cap bounds a search that never stalls."""
 
 HESSIAN_MAX_DIM = 2000
 """Largest K whose Hessian is formed for the initial scales (K^2 floats, K gradients)."""
@@ -90,10 +89,9 @@ GRAD_RTOL = 1e-3
 
 GAIN_RTOL = 5e-4
 """Above ``hessian_max_dim`` a stage also ends when log p rose by less than GAIN_RTOL |log p|
-over the last :data:`advi.lbfgs.GAIN_WINDOW` iterations: on E3-E5 log p is then within
-about 0.5% of the mode's. A late stall costs a few hundred L-BFGS steps, an early one
-thousands of ADVI iterations (benchmarks/README.md, "Measurements behind the library's
-defaults")."""
+over the last :data:`advi.lbfgs.GAIN_WINDOW` iterations (log p then within about 0.5% of
+the mode's on E3-E5): a late stall costs a few hundred L-BFGS steps, an early one thousands
+of ADVI iterations (benchmarks/README.md, "Measurements behind the library's defaults")."""
 
 LAPLACE_STAGES = 2
 """L-BFGS runs, each after the first whitened by the curvature where the last ended."""
@@ -245,22 +243,22 @@ class _Staged(NamedTuple):
     scale: float  # the common scale (1.0 where there is a Hessian or no diagonal estimate)
     steps: int  # over all stages
     reached: bool  # some stage ended with its gradient test met
+    ran_away: bool = False  # the compiled search found no step: no later stage, refused
 
 
 def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: Any,
                  max_steps: int) -> _Staged:
     """The stages of the module docstring."""
     value_and_grad = _host(fns.value_and_grad, data, dtype)
-    zeta, precision, scale, steps = np.asarray(zeta0, np.float64), None, 1.0, 0
-    reached = False
+    zeta, precision, scale, steps, reached = np.asarray(zeta0, np.float64), None, 1.0, 0, False
     stages = LAPLACE_STAGES if fns.precision is not None or fns.diagonal is not None else 1
     for stage in range(stages):
         cap = max_steps // stages if stage < stages - 1 else max_steps - steps
         abs_tol = MODE_SD_TOL / 10 if stage > 0 else 0.0
         if fns.search is not None:
-            shift, met, used = _compiled_stage(fns.search, zeta, scale, cap, abs_tol, data,
-                                               dtype)
-            zeta, ran_away = zeta + scale * shift, False
+            shift, met, used, ran_away = _compiled_stage(fns.search, zeta, scale, cap, abs_tol,
+                                                         data, dtype)
+            zeta = zeta + scale * shift
         elif stage == 0:
             zeta, met, used, ran_away = _first_host_stage(fns, value_and_grad, zeta, cap,
                                                           data, dtype)
@@ -273,6 +271,8 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
             precision = _precision(fns, zeta, data, dtype)
             if ran_away and not _whitening(precision, zeta.size)[1]:
                 break  # towards a singularity where -H is not definite: no mode to find
+        elif ran_away:  # the compiled search found no step: log p unbounded along it
+            return _Staged(zeta, None, scale, steps, False, True)
         elif fns.diagonal is not None:
             scale = common_scale(fns, zeta, data, dtype)
     return _Staged(zeta, precision, scale, steps, reached)
@@ -324,13 +324,15 @@ def _whitened(value_and_grad: Callable, base: np.ndarray, whiten: np.ndarray) ->
 
 
 def _compiled_stage(search: Callable[..., Search], zeta: np.ndarray, scale: float, cap: int,
-                    abs_tol: float, data: Any, dtype: Any) -> tuple[np.ndarray, bool, int]:
-    """One stage by the compiled search: (shift u (K,) float64, test met, iterations)."""
+                    abs_tol: float, data: Any, dtype: Any) -> tuple[np.ndarray, bool, int, bool]:
+    """One stage by the compiled search: (shift u (K,) float64, test met, iterations,
+    ran away: :attr:`advi.lbfgs.Search.failed` with the test not met)."""
     out = search(_cast(zeta, dtype), _cast(scale, dtype), np.int32(cap), _cast(abs_tol, dtype),
                  data)
+    met, ran_away = bool(out.converged), bool(out.failed) and not bool(out.converged)
     if not np.isfinite(float(out.log_p)):
-        return np.zeros_like(zeta), False, int(out.steps)
-    return np.asarray(out.u, np.float64), bool(out.converged), int(out.steps)
+        return np.zeros_like(zeta), False, int(out.steps), ran_away
+    return np.asarray(out.u, np.float64), met, int(out.steps), ran_away
 
 
 def _newton_sd(precision: np.ndarray, grad: np.ndarray) -> tuple[bool, np.ndarray]:
@@ -368,16 +370,14 @@ def laplace_start(
     dtype = np.asarray(zeta0).dtype  # jnp.result_type would read this thread's x64 flag
     if max_steps is None:
         max_steps = LAPLACE_MAX_STEPS if fns.search is None else SEARCH_MAX_STEPS
-    mode, precision, common, steps, reached = _staged_mode(fns, np.asarray(zeta0), data, dtype,
-                                                           max_steps)
+    mode, precision, common, steps, reached, ran_away = _staged_mode(
+        fns, np.asarray(zeta0), data, dtype, max_steps)
     value, grad = (np.asarray(a, np.float64)
                    for a in fns.value_and_grad(_cast(mode, dtype), data))
-    grad_norm = float(np.linalg.norm(grad))
-    dim = mode.shape[-1]
-    sd, scale = np.ones(dim), None  # scale: full-rank q's Cholesky factor, where definite
-    newton = np.inf
+    grad_norm, dim = float(np.linalg.norm(grad)), mode.shape[-1]
+    sd, scale, newton = np.ones(dim), None, np.inf  # scale: full-rank q's Cholesky factor
     if precision is None:
-        ok = bool(np.all(np.isfinite(grad)) and np.isfinite(value) and (
+        ok = bool(np.all(np.isfinite(grad)) and np.isfinite(value) and not ran_away and (
             reached or grad_norm <= GRAD_RTOL * max(1.0, abs(float(value)))))
         if ok:
             sd = np.full(dim, common)

@@ -7,12 +7,24 @@ whole fit and float32 iterates cannot meet the exact-mode test of a formed Hessi
 
 :func:`mode_search` is the search above that size, where the start spends its time in
 L-BFGS (1,500 to 1,800 steps on E3, K = 25,250; 3,300 to 4,000 on E4): there SciPy's own
-work and the host round trips cost 30% of each step, while compiled (``optax.lbfgs``, Liu &
-Nocedal 1989, with optax's zoom line search for the strong Wolfe conditions, Nocedal &
-Wright 2006, Algorithm 3.5, inside one ``jax.lax.while_loop``) the step is the evaluation
-alone (benchmarks/README.md, "Measurements behind the library's defaults"). It maximises
-log p(base + scale * u) over u from u = 0, so that a stage whitened by one common scale
-(:func:`advi.laplace.common_scale`) runs in the same compiled function.
+work and the host round trips cost 30% of each step, while compiled (Liu & Nocedal 1989,
+the two-loop recursion of ``optax.scale_by_lbfgs``, inside one ``jax.lax.while_loop``) the
+step is the evaluation alone. Its line search uses gradients only: a step is accepted
+where the directional derivative phi'(alpha) = grad f(u + alpha d) . d of f = -log p meets
+Hager & Zhang's (2005, SIAM J. Optim. 16(1)) approximate Wolfe conditions,
+
+    sigma phi'(0) <= phi'(alpha) <= (2 delta - 1) phi'(0),
+
+the Armijo condition of the quadratic that interpolates phi' (exact where f is quadratic)
+with the usual curvature condition, which also keeps every L-BFGS pair's curvature
+positive. Where the log density's value costs more than the shared forward pass (a
+Poisson likelihood's log-factorials: a third of a step on E3), this spares that cost on
+every step; log p itself is evaluated every :data:`GAIN_WINDOW` steps, for the stall test,
+and where the search would stop. Near a mode whose log p float32 resolves coarsely (-1e6:
+0.06 nats), a line search on values stalls where one on gradients goes on
+(benchmarks/README.md, "Measurements behind the library's defaults"). The search
+maximises log p(base + scale * u) over u from u = 0, so that a stage whitened by one
+common scale (:func:`advi.laplace.common_scale`) runs in the same compiled function.
 """
 
 from __future__ import annotations
@@ -42,7 +54,19 @@ gradient at most 38-fold (benchmarks/README.md, "Measurements behind the library
 defaults")."""
 
 GAIN_WINDOW = 100
-"""Iterations over which the search's gain in log p is taken for its stall test."""
+"""Iterations over which the search's gain in log p is taken for its stall test (and
+between two evaluations of log p by the compiled search)."""
+
+WOLFE_DELTA = 0.1
+"""delta of the approximate Wolfe conditions (Hager & Zhang 2005's default): the step's
+decrease of the quadratic model is at least delta alpha |phi'(0)|."""
+
+WOLFE_SIGMA = 0.9
+"""sigma of the curvature condition, the usual value for quasi-Newton steps (Nocedal &
+Wright 2006, Section 3.1)."""
+
+LINE_SEARCH_TRIALS = 20
+"""Gradients one step of the compiled search may try; a step that finds none ends it."""
 
 
 class Search(NamedTuple):
@@ -54,6 +78,8 @@ class Search(NamedTuple):
         grad: (K,) grad_zeta log p there.
         steps: () int32, L-BFGS iterations run.
         converged: () bool, the stopping test holds at ``u``.
+        failed: () bool, the search ended where a line search found no step: log p
+            rises without bound or is not smooth along its direction (a funnel's neck).
     """
 
     u: Array
@@ -61,6 +87,7 @@ class Search(NamedTuple):
     grad: Array
     steps: Array
     converged: Array
+    failed: Array
 
 
 def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
@@ -68,13 +95,17 @@ def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
     """A jittable L-BFGS search ``(base (K,), scale (), max_steps () int32, abs_tol (), data)
     -> Search`` maximising ``log_density(base + scale u, data)`` from u = 0.
 
-    It stops after ``max_steps`` iterations, at a non-finite value or gradient (returning
-    the best finite point, as the host search does), or when the test holds: with
-    ``abs_tol`` > 0, every whitened gradient coordinate |scale grad_k| <= abs_tol; with
-    ``abs_tol`` = 0, ||grad|| <= ``grad_rtol`` max(1, |log p|) (the tests of
-    :func:`find_mode`), or when the search has stalled: log p rose by less
-    than ``gain_rtol`` |log p| over the last :data:`GAIN_WINDOW` iterations (0: never; a
-    stall does not count as the test met).
+    Its steps evaluate gradients only (the module docstring's line search); log p is
+    evaluated at u = 0, every :data:`GAIN_WINDOW` iterations, where the stopping test
+    holds, and where the search ends, and the search returns the best of those points. It
+    stops after ``max_steps`` iterations; at a non-finite log p or gradient at u = 0; where
+    a line search finds no step in :data:`LINE_SEARCH_TRIALS` gradients; where log p,
+    evaluated, is not finite or below the best evaluated so far; or when the test holds:
+    with ``abs_tol`` > 0, every whitened gradient coordinate |scale grad_k| <= abs_tol;
+    with ``abs_tol`` = 0, ||grad|| <= ``grad_rtol`` max(1, |log p|) (the tests of
+    :func:`find_mode`); or when the search has stalled: log p rose by less than
+    ``gain_rtol`` |log p| over the last :data:`GAIN_WINDOW` iterations (0: never; a stall
+    does not count as the test met).
     """
 
     def search(base: Array, scale: Array, max_steps: Array, abs_tol: Array, data: Any
@@ -82,41 +113,113 @@ def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
         def negative(u: Array) -> Array:
             return -log_density(base + scale * u, data)
 
-        optimizer = optax.lbfgs(memory_size=LBFGS_MEMORY)
-        value_and_grad = optax.value_and_grad_from_state(negative)
-
-        def met(value: Array, grad: Array) -> Array:
+        def met(log_p: Array, grad: Array) -> Array:
             absolute = jnp.max(jnp.abs(scale * grad)) <= abs_tol
-            relative = jnp.linalg.norm(grad) <= grad_rtol * jnp.maximum(1.0, jnp.abs(value))
+            relative = jnp.linalg.norm(grad) <= grad_rtol * jnp.maximum(1.0, jnp.abs(log_p))
             return jnp.where(abs_tol > 0, absolute, relative)
 
-        def body(carry: tuple) -> tuple:
-            u, state, best, mark, _ = carry
-            value, grad_u = value_and_grad(u, state=state)
-            log_p, grad = -value, -grad_u / scale
-            finite = jnp.isfinite(log_p) & jnp.all(jnp.isfinite(grad))
-            better = finite & (log_p > best.log_p)
-            best = jax.tree_util.tree_map(
-                lambda new, old: jnp.where(better, new, old),
-                best._replace(u=u, log_p=log_p, grad=grad, converged=met(log_p, grad)), best)
-            due = best.steps % GAIN_WINDOW == 0
-            stalled = due & (best.steps > 0) & (best.log_p - mark
+        def check(c: _Carry, failed: Array) -> _Carry:
+            log_p = -negative(c.u)
+            grad = -c.grad_u / scale
+            worse = ~jnp.isfinite(log_p) | (log_p < c.best.log_p)
+            here = Search(c.u, log_p, grad, c.steps, met(log_p, grad), failed)
+            best = jax.tree_util.tree_map(lambda old, new: jnp.where(worse, old, new),
+                                          c.best, here)._replace(failed=failed)
+            window = c.steps % GAIN_WINDOW == 0
+            stalled = window & (c.steps > 0) & (best.log_p - c.mark
                                                 < gain_rtol * jnp.abs(best.log_p))
-            mark = jnp.where(due, best.log_p, mark)
-            stop = ~finite | best.converged | stalled | (best.steps >= max_steps)
-            update, next_state = optimizer.update(grad_u, state, u, value=value, grad=grad_u,
-                                                  value_fn=negative)
-            u = jnp.where(stop, u, optax.apply_updates(u, update))
-            best = best._replace(steps=best.steps + jnp.where(stop, 0, 1))
-            return u, next_state, best, mark, stop
+            stop = (failed | worse | best.converged | stalled | (c.steps >= max_steps))
+            return c._replace(best=best, mark=jnp.where(window, best.log_p, c.mark),
+                              stop=stop)
 
+        def body(c: _Carry) -> _Carry:
+            direction, lbfgs = optimizer.update(c.grad_u, c.lbfgs, c.u)
+            u, grad_u, found = _line_search(jax.grad(negative), c.u, c.grad_u, -direction)
+            c = c._replace(u=u, grad_u=grad_u, lbfgs=lbfgs,
+                           steps=c.steps + found.astype(jnp.int32))
+            due = (~found | met(c.best.log_p, -grad_u / scale)
+                   | (c.steps % GAIN_WINDOW == 0) | (c.steps >= max_steps))
+            return jax.lax.cond(due, check, lambda c, _: c, c, ~found)
+
+        optimizer = optax.scale_by_lbfgs(memory_size=LBFGS_MEMORY)
         u0 = jnp.zeros_like(base)
-        best = Search(u0, jnp.asarray(-jnp.inf, base.dtype), u0, jnp.zeros((), jnp.int32),
-                      jnp.zeros((), bool))
-        carry = (u0, optimizer.init(u0), best, best.log_p, jnp.zeros((), bool))
-        return jax.lax.while_loop(lambda c: ~c[4], body, carry)[2]
+        value, grad_u = jax.value_and_grad(negative)(u0)
+        finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad_u))
+        steps = jnp.zeros((), jnp.int32)
+        start = Search(u0, jnp.where(finite, -value, -jnp.inf), -grad_u / scale, steps,
+                       finite & met(-value, -grad_u / scale), jnp.zeros((), bool))
+        c = _Carry(u0, grad_u, optimizer.init(u0), start, start.log_p, steps,
+                   ~finite | start.converged | (max_steps <= 0))
+        end = jax.lax.while_loop(lambda c: ~c.stop, body, c)
+        return end.best._replace(steps=end.steps)
 
     return search
+
+
+class _Carry(NamedTuple):
+    """The compiled search's loop state: the current point and its gradient of -log p in
+    u, optax's L-BFGS memory, the best point evaluated, log p at the last window's end,
+    iterations, whether to stop."""
+
+    u: Array
+    grad_u: Array
+    lbfgs: Any
+    best: Search
+    mark: Array
+    steps: Array
+    stop: Array
+
+
+class _Trials(NamedTuple):
+    """The line search's state: the next step, the bracket [lo, hi] and the directional
+    derivatives at its ends, the last trial's gradient, trials made, whether the last was
+    accepted."""
+
+    alpha: Array
+    lo: Array
+    slope_lo: Array
+    hi: Array
+    slope_hi: Array
+    grad: Array
+    trials: Array
+    done: Array
+
+
+def _line_search(grad: Callable[[Array], Array], u: Array, grad_u: Array, direction: Array
+                 ) -> tuple[Array, Array, Array]:
+    """A step along ``direction`` that meets the approximate Wolfe conditions, from
+    gradients alone: (the new point, its gradient, found). Trials start at a unit step,
+    double it below the curvature condition until a bracket is known, and then take the
+    secant root of the directional derivative (safeguarded to the bracket's inner 80%;
+    bisection after a non-finite gradient)."""
+    slope0 = jnp.vdot(grad_u, direction)
+
+    def trial(t: _Trials) -> _Trials:
+        g = grad(u + t.alpha * direction)
+        slope = jnp.vdot(g, direction)
+        finite = jnp.isfinite(slope) & jnp.all(jnp.isfinite(g))
+        over = finite & (slope > (2 * WOLFE_DELTA - 1) * slope0)
+        short = finite & (slope < WOLFE_SIGMA * slope0)
+        done = finite & ~over & ~short
+        lo, slope_lo = jnp.where(short, t.alpha, t.lo), jnp.where(short, slope, t.slope_lo)
+        hi = jnp.where(over | ~finite, t.alpha, t.hi)
+        slope_hi = jnp.where(over, slope, jnp.where(finite, t.slope_hi, jnp.nan))
+        width = hi - lo
+        secant = jnp.clip(lo - slope_lo * width / (slope_hi - slope_lo), lo + 0.1 * width,
+                          hi - 0.1 * width)
+        following = jnp.where(jnp.isfinite(hi), jnp.where(jnp.isfinite(secant), secant,
+                                                          lo + 0.5 * width), 2 * t.alpha)
+        return _Trials(jnp.where(done, t.alpha, following), lo, slope_lo, hi, slope_hi, g,
+                       t.trials + 1, done)
+
+    one, descent = jnp.ones((), u.dtype), slope0 < 0
+    t = jax.lax.while_loop(
+        lambda t: ~t.done & (t.trials < LINE_SEARCH_TRIALS), trial,
+        _Trials(one, 0 * one, slope0, jnp.inf * one, jnp.nan * one, grad_u,
+                jnp.zeros((), jnp.int32), ~descent))
+    found = t.done & descent
+    return (jnp.where(found, u + t.alpha * direction, u), jnp.where(found, t.grad, grad_u),
+            found)
 
 
 class HostSearch(NamedTuple):

@@ -99,14 +99,48 @@ def test_a_non_finite_start_returns_no_point():
     assert float(out.log_p) == -np.inf and int(out.steps) == 0 and not bool(out.converged)
 
 
-def test_the_best_finite_point_is_returned_at_a_wall():
-    # log p rises towards z = 3 but is -inf beyond z = 1 (a constraint the transform missed)
+def test_steps_need_no_log_density_value_where_float32_cannot_resolve_it():
+    """At log p = -1e8 float32 resolves log p to 8 nats, far more than any step near the
+    mode gains: a line search comparing values cannot see progress there, one on
+    gradients (which the offset leaves exact) goes on to the absolute test."""
+    log_density, data, mean, sd = _ill_conditioned()
+
+    def offset(zeta, data):
+        return log_density(zeta, data) - 1e8
+
+    out = _search(offset, np.zeros(sd.size), 1.0, 2000, 1e-3, data)
+    assert bool(out.converged) and not bool(out.failed)
+    np.testing.assert_array_less(np.abs(np.asarray(out.u) - mean) / sd, 1e-3 * sd + 1e-4)
+
+
+def test_a_direction_along_which_log_p_rises_without_bound_fails_the_search():
+    # log p = sum(zeta): every trial step, however long, still climbs at the first slope
+    out = _search(lambda zeta, data: jnp.sum(zeta), np.zeros(3), 1.0, 100, 1e-3, None)
+    assert bool(out.failed) and not bool(out.converged) and int(out.steps) == 0
+    assert float(out.log_p) == 0.0  # the start, the only point whose log p was evaluated
+
+
+def test_a_wall_of_non_finite_gradients_is_bisected_back_from():
+    # log p = log(1 - z) - (z - 3)^2 / 2: NaN beyond z = 1 (its gradient too), the mode at
+    # z = 2 - sqrt(2) inside; unit steps from u = 0 overshoot the wall at first
+    def log_density(zeta, data):
+        return jnp.sum(jnp.log(1.0 - zeta) - 0.5 * (zeta - 3.0) ** 2)
+
+    out = _search(log_density, np.zeros(1), 1.0, 200, 1e-4, None)
+    assert bool(out.converged) and np.isfinite(float(out.log_p))
+    np.testing.assert_allclose(float(out.u[0]), 2.0 - np.sqrt(2.0), atol=1e-4)
+
+
+def test_the_best_evaluated_point_is_returned_at_a_wall_of_zero_gradients():
+    # log p rises towards z = 3 but is -inf beyond z = 1 with a zero gradient there (a
+    # constraint the transform missed): the gradients cannot see the wall, the evaluation of
+    # log p where the search would stop does, and the best point evaluated is returned
     def log_density(zeta, data):
         return jnp.where(zeta[0] < 1.0, -0.5 * jnp.sum((zeta - 3.0) ** 2), -jnp.inf)
 
     out = _search(log_density, np.zeros(1), 1.0, 200, 1e-6, None)
     assert np.isfinite(float(out.log_p)) and float(out.u[0]) < 1.0
-    assert float(out.log_p) > -0.5 * 9  # it climbed from u = 0
+    assert float(out.log_p) == float(log_density(out.u, None)) and not bool(out.converged)
 
 
 def _host_search(log_density, zeta0, max_steps, abs_tol, runaway, data=None):
