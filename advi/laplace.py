@@ -9,12 +9,11 @@ search. With H the Hessian there:
   N(m, Lambda^-1) has mean m and variances 1 / Lambda_kk; Bishop 2006, Section 10.1.2);
 - full-rank: mu = mode, L = cholesky((-H)^-1), the Laplace approximation itself.
 
-Up to ``hessian_max_dim`` the L-BFGS iterations run on the host in float64 (SciPy's
-L-BFGS-B, Byrd, Lu, Nocedal & Zhu 1995); only the log density's value and gradient and the
-Hessian are compiled: a compiled L-BFGS took longer to compile than a whole fit of a small
-model, and its float32 iterates could not reach the exact mode that the Newton-step test
-below asks. Above it, where that test is not made and each evaluation is costly, the search
-is compiled (:mod:`advi.lbfgs`), which spares SciPy's work and the host round trips.
+Up to ``hessian_max_dim`` L-BFGS runs on the host in float64 (SciPy's L-BFGS-B, Byrd, Lu,
+Nocedal & Zhu 1995) on the compiled value, gradient and Hessian: a compiled L-BFGS took
+longer to compile than a small model's whole fit, and float32 iterates could not reach the
+exact mode the Newton-step test below asks. Above it the search is compiled
+(:mod:`advi.lbfgs`), sparing SciPy's work and the host round trips.
 
 The search runs in :data:`LAPLACE_STAGES` stages; each after the first works in coordinates
 whitened by the curvature where the previous one ended (zeta = zeta_prev + C u with C C^T =
@@ -26,9 +25,9 @@ left of ``max_steps``. The first stage runs unwhitened for up to
 has not finished by then is its rest whitened by the curvature there (an ill-conditioned,
 badly scaled regression spends the whole step cap unwhitened, a few steps whitened). Up to
 ``hessian_max_dim`` a stage also ends when its gradient runs away
-(:data:`advi.lbfgs.RUNAWAY`); where -H is then not positive definite (a centred hierarchy's
-funnel: its log density is not concave in a group effect and the log scale jointly) no
-later stage runs and the start is refused.
+(:data:`advi.lbfgs.RUNAWAY`); where -H is then not positive definite, or was not where the
+first stage's rest began (a centred hierarchy's funnel: its log density is not concave in a
+group effect and the log scale jointly), no later stage runs and the start is refused.
 
 The Hessian is formed exactly (reverse-over-reverse autodiff) for K <= ``hessian_max_dim``.
 Above that the second stage is whitened by one common scale and stops when every gradient
@@ -243,7 +242,7 @@ class _Staged(NamedTuple):
     scale: float  # the common scale (1.0 where there is a Hessian or no diagonal estimate)
     steps: int  # over all stages
     reached: bool  # some stage ended with its gradient test met
-    ran_away: bool = False  # the compiled search found no step: no later stage, refused
+    refused: bool = False  # no mode to find: no later stage ran
 
 
 def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: Any,
@@ -254,25 +253,24 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
     stages = LAPLACE_STAGES if fns.precision is not None or fns.diagonal is not None else 1
     for stage in range(stages):
         cap = max_steps // stages if stage < stages - 1 else max_steps - steps
-        abs_tol = MODE_SD_TOL / 10 if stage > 0 else 0.0
+        abs_tol, refused = (MODE_SD_TOL / 10 if stage > 0 else 0.0), False
         if fns.search is not None:
-            shift, met, used, ran_away = _compiled_stage(fns.search, zeta, scale, cap, abs_tol,
-                                                         data, dtype)
+            shift, met, used, refused = _compiled_stage(fns.search, zeta, scale, cap, abs_tol,
+                                                        data, dtype)
             zeta = zeta + scale * shift
         elif stage == 0:
-            zeta, met, used, ran_away = _first_host_stage(fns, value_and_grad, zeta, cap,
-                                                          data, dtype)
+            zeta, met, used, ran_away, refused = _first_host_stage(fns, zeta, cap, data, dtype)
         else:
             zeta, met, used, ran_away = _host_stage(value_and_grad, zeta,
                                                     _whitening(precision, zeta.size)[0], cap,
                                                     abs_tol)
         steps, reached = steps + used, reached or met
+        if refused:  # no step found, or a run away where -H was not definite: no mode
+            return _Staged(zeta, None, scale, steps, False, True)
         if fns.precision is not None:
             precision = _precision(fns, zeta, data, dtype)
             if ran_away and not _whitening(precision, zeta.size)[1]:
                 break  # towards a singularity where -H is not definite: no mode to find
-        elif ran_away:  # the compiled search found no step: log p unbounded along it
-            return _Staged(zeta, None, scale, steps, False, True)
         elif fns.diagonal is not None:
             scale = common_scale(fns, zeta, data, dtype)
     return _Staged(zeta, precision, scale, steps, reached)
@@ -295,21 +293,22 @@ def _host_stage(value_and_grad: Callable, zeta: np.ndarray, whiten: np.ndarray, 
     return zeta + _times(whiten, found.zeta), found.converged, found.steps, found.ran_away
 
 
-def _first_host_stage(fns: LogDensityFunctions, value_and_grad: Callable, zeta: np.ndarray,
-                      cap: int, data: Any, dtype: Any) -> tuple[np.ndarray, bool, int, bool]:
+def _first_host_stage(fns: LogDensityFunctions, zeta: np.ndarray, cap: int, data: Any,
+                      dtype: Any) -> tuple[np.ndarray, bool, int, bool, bool]:
     """The first stage on the host: unwhitened for up to :data:`UNWHITENED_STEPS_PER_DIM`
     K steps; where that ended short of its test (neither met nor run away), the rest of
-    the stage is whitened by the curvature there, if -H is positive definite."""
-    ones = np.ones(zeta.size)
+    the stage is whitened by the curvature there, if -H is positive definite. Returns
+    :func:`_host_stage`'s values and whether the rest ran away where -H was not definite."""
+    ones, value_and_grad = np.ones(zeta.size), _host(fns.value_and_grad, data, dtype)
     rental = cap if fns.precision is None else min(
         cap, math.ceil(UNWHITENED_STEPS_PER_DIM * zeta.size))
     zeta, met, used, ran_away = _host_stage(value_and_grad, zeta, ones, rental, 0.0)
     if met or ran_away or used >= cap or fns.precision is None:
-        return zeta, met, used, ran_away
+        return zeta, met, used, ran_away, False
     whiten, definite = _whitening(_precision(fns, zeta, data, dtype), zeta.size)
     zeta, met, more, ran_away = _host_stage(value_and_grad, zeta, whiten if definite else ones,
                                             cap - used, 0.0)
-    return zeta, met, used + more, ran_away
+    return zeta, met, used + more, ran_away, ran_away and not definite
 
 
 def _whitened(value_and_grad: Callable, base: np.ndarray, whiten: np.ndarray) -> Callable:
@@ -326,13 +325,13 @@ def _whitened(value_and_grad: Callable, base: np.ndarray, whiten: np.ndarray) ->
 def _compiled_stage(search: Callable[..., Search], zeta: np.ndarray, scale: float, cap: int,
                     abs_tol: float, data: Any, dtype: Any) -> tuple[np.ndarray, bool, int, bool]:
     """One stage by the compiled search: (shift u (K,) float64, test met, iterations,
-    ran away: :attr:`advi.lbfgs.Search.failed` with the test not met)."""
+    refused: :class:`advi.lbfgs.Search`'s ``failed`` with the test not met)."""
     out = search(_cast(zeta, dtype), _cast(scale, dtype), np.int32(cap), _cast(abs_tol, dtype),
                  data)
-    met, ran_away = bool(out.converged), bool(out.failed) and not bool(out.converged)
+    met, refused = bool(out.converged), bool(out.failed) and not bool(out.converged)
     if not np.isfinite(float(out.log_p)):
-        return np.zeros_like(zeta), False, int(out.steps), ran_away
-    return np.asarray(out.u, np.float64), met, int(out.steps), ran_away
+        return np.zeros_like(zeta), False, int(out.steps), refused
+    return np.asarray(out.u, np.float64), met, int(out.steps), refused
 
 
 def _newton_sd(precision: np.ndarray, grad: np.ndarray) -> tuple[bool, np.ndarray]:
@@ -370,14 +369,14 @@ def laplace_start(
     dtype = np.asarray(zeta0).dtype  # jnp.result_type would read this thread's x64 flag
     if max_steps is None:
         max_steps = LAPLACE_MAX_STEPS if fns.search is None else SEARCH_MAX_STEPS
-    mode, precision, common, steps, reached, ran_away = _staged_mode(
+    mode, precision, common, steps, reached, refused = _staged_mode(
         fns, np.asarray(zeta0), data, dtype, max_steps)
     value, grad = (np.asarray(a, np.float64)
                    for a in fns.value_and_grad(_cast(mode, dtype), data))
     grad_norm, dim = float(np.linalg.norm(grad)), mode.shape[-1]
     sd, scale, newton = np.ones(dim), None, np.inf  # scale: full-rank q's Cholesky factor
     if precision is None:
-        ok = bool(np.all(np.isfinite(grad)) and np.isfinite(value) and not ran_away and (
+        ok = bool(np.all(np.isfinite(grad)) and np.isfinite(value) and not refused and (
             reached or grad_norm <= GRAD_RTOL * max(1.0, abs(float(value)))))
         if ok:
             sd = np.full(dim, common)

@@ -224,6 +224,24 @@ def test_a_funnel_is_refused_at_the_stage_that_ran_away(monkeypatch):
     assert start.steps == sum(found.steps for _, found in searches)
 
 
+def test_a_funnel_indefinite_where_its_stage_was_whitened_is_refused_with_one_hessian():
+    """The first stage's unwhitened steps end short of its test, -H is not positive
+    definite there (so the rest runs unwhitened), and the rest runs away: the start is
+    refused without the Hessian at the stage's end, which could only confirm it."""
+    fns = advi.log_density_functions(_funnel, 10)
+    least = []
+
+    def counted(zeta, data):
+        precision = fns.precision(zeta, data)
+        least.append(float(np.min(np.linalg.eigvalsh(np.asarray(precision, np.float64)))))
+        return precision
+
+    start = advi.laplace_start(fns._replace(precision=counted), advi.MEANFIELD, jnp.ones(10),
+                               None)
+    assert not start.ok and len(least) == 1 and least[0] < 0
+    assert start.steps > 10 // 2  # past the unwhitened steps: the rest ran, and ran away
+
+
 @pytest.mark.parametrize("scales, corr, hessians", [
     (np.linspace(0.5, 2.0, 40), 0.3, 2),  # unwhitened L-BFGS finishes within K / 2 steps
     (np.array([1e-3, 1e-1, 1.0, 1e2, 1e3]), 0.9, 3),  # it does not: whitened after K / 2
