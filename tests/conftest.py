@@ -20,6 +20,17 @@ def skip_unless_fetchable(folder):
             pytest.skip(f"needs the real data sets: {error}")
 
 
+@pytest.fixture
+def child_env(tmp_path):
+    """A fresh interpreter's minimal environment: system PATH, HOME in ``tmp_path``, JAX on
+    the CPU, and this one's PYTHONPATH where the package is put on it rather than installed
+    (as on a machine that cannot install it)."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "JAX_PLATFORMS": "cpu"}
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
 @pytest.fixture(scope="session")
 def real_data(tmp_path_factory):
     """The real data sets are at hand (from the mirror or upstream), else the test skips."""

@@ -97,6 +97,8 @@ def _rates(x):
     numpyro.sample("x", dist.Poisson(u @ v).to_event(2), obs=x)
 
 
+@pytest.mark.skipif(jax.default_backend() != "cpu",
+                    reason="batches are chosen on a CPU only (advi.elbo_batches.full_data_batch)")
 @pytest.mark.parametrize("preset", ["stan", "robust"])
 def test_on_a_cpu_the_elbo_of_large_draws_runs_in_batches_with_the_same_value(caplog, preset):
     """100 draws of a 400 x 400 rate matrix need more than ELBO_VMAP_BYTES at once: the

@@ -16,29 +16,27 @@ import pytest
 
 import advi
 
-CHILD_ENV = {"PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"}
 
-
-def _child(code: str, tmp_path) -> dict:
-    """Run ``code`` (which prints one JSON line) in a fresh interpreter with HOME in tmp."""
-    out = subprocess.run([sys.executable, "-c", code], env={**CHILD_ENV, "HOME": str(tmp_path)},
+def _child(code: str, child_env: dict) -> dict:
+    """Run ``code`` (which prints one JSON line) in a fresh interpreter with ``child_env``."""
+    out = subprocess.run([sys.executable, "-c", code], env=child_env,
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_import_changes_no_jax_setting(tmp_path):
+def test_import_changes_no_jax_setting(tmp_path, child_env):
     changed = _child(
         "import json, jax; before = dict(jax.config.values); import advi; "
         "after = dict(jax.config.values); "
-        "print(json.dumps(sorted(k for k in before if before[k] != after[k])))", tmp_path)
+        "print(json.dumps(sorted(k for k in before if before[k] != after[k])))", child_env)
     assert changed == []
     assert not (tmp_path / ".cache").exists()
 
 
-def test_import_loads_no_workflow_or_plotting_library(tmp_path):
+def test_import_loads_no_workflow_or_plotting_library(child_env):
     heavy = ["hydra", "omegaconf", "snakemake", "matplotlib", "pandas", "arviz"]
     loaded = _child(f"import json, sys, advi; print(json.dumps([m for m in {heavy!r} "
-                    "if m in sys.modules]))", tmp_path)
+                    "if m in sys.modules]))", child_env)
     assert loaded == []
 
 
