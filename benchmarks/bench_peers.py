@@ -149,6 +149,18 @@ def per_iteration(trace: Sequence[Point], from_scratch: bool = False) -> tuple[f
             (trace[-1].grads - trace[0].grads) / its)
 
 
+def settling(trace: Sequence[Point]) -> float:
+    """How long a method ran past its own answer: the gradients at its last checkpoint over
+    those at its first checkpoint within 1% of its own final lpd (the start's included; 1:
+    it stopped there). NaN without a finite final lpd or any gradient before the first."""
+    if not trace or not math.isfinite(trace[-1].lpd):
+        return float("nan")
+    first = first_within(trace, trace[-1].lpd)
+    if first is None or first.grads <= 0:
+        return float("nan")
+    return trace[-1].grads / first.grads
+
+
 def speedup(ours: Point | None, peer: Point | None) -> str:
     """The peer's seconds to the threshold over ours (above 1: ours sooner), as text."""
     if ours is None and peer is None:
@@ -208,18 +220,21 @@ def method_table(runs: Sequence[MethodRun], reference: float | None, floor_ms: f
     """The markdown table of one experiment: per method, seconds and gradients per
     iteration, the ratio to the gradient floor (one jitted gradient, ``floor_ms``), seconds
     and gradients to within 1% of ``reference`` (None: no reference), the final lpd and
-    how it stopped."""
+    how it stopped, and how far past its own answer it ran (:func:`settling`: a rule that
+    stops a method by itself should stop it within about twice the gradients it needed)."""
     lines = [f"| method | s/iter | x floor ({floor_ms:.3g} ms) | grads/iter | iterations "
-             "| to within 1% of NUTS | final lpd | stopped |",
-             "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- |"]
+             "| to within 1% of NUTS | final lpd | stopped | stop / own 1% |",
+             "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: |"]
     for run in runs:
         seconds, grads = per_iteration(run.trace, run.from_scratch)
         last = run.trace[-1] if run.trace else None
         reach = ("n/a" if reference is None else _reached(first_within(run.trace, reference)))
+        past = _number(settling(run.trace))
         lines.append(
             f"| {run.method} | {_number(seconds)} | {_number(seconds * 1e3 / floor_ms)} "
             f"| {_number(grads)} | {'' if last is None else f'{last.iteration:,}'} | {reach} "
-            f"| {'' if last is None else f'{last.lpd:.4f}'} | {run.stopped} |")
+            f"| {'' if last is None else f'{last.lpd:.4f}'} | {run.stopped} "
+            f"| {past + 'x' if past else ''} |")
     return "\n".join(lines)
 
 

@@ -52,6 +52,18 @@ def test_per_iteration_leaves_the_start_before_the_first_checkpoint_out():
     assert bench_peers.per_iteration(paths, from_scratch=True) == pytest.approx((0.01, 1.0125))
 
 
+def test_settling_is_the_gradients_at_the_end_over_those_at_its_own_answer():
+    # within 1% of its own final -2.0 from the second checkpoint (-2.01), 200 of 300 grads
+    assert bench_peers.settling(STAN.trace) == pytest.approx(1.5)
+    # within 1% only at the end: it stopped at its answer
+    assert bench_peers.settling(ROBUST.trace) == pytest.approx(1.0)
+    # the start's 500 gradients count: a first checkpoint already at the answer
+    started = _trace((1.0, 600, 100, -2.0), (1.2, 1200, 700, -2.0))
+    assert bench_peers.settling(started) == pytest.approx(2.0)
+    for trace in ([], _trace((0.1, 1, 1, math.nan)), _trace((0.0, 0, 0, -2.0))):
+        assert math.isnan(bench_peers.settling(trace))
+
+
 def test_speedup_is_the_peers_seconds_over_ours_or_says_who_never_got_there():
     ours, peer = Point(0.5, 1, 1, -2.0), Point(2.0, 1, 1, -2.0)
     assert bench_peers.speedup(ours, peer) == "4.00x"
@@ -77,7 +89,7 @@ def test_the_method_table_has_a_row_per_method_with_its_time_to_the_threshold():
     cells = [cell.strip() for cell in stan.strip("|").split("|")]
     # 0.2 s over 200 iterations: 1 ms per iteration, 2 x the 0.5-ms floor, 1 gradient
     assert cells[1:5] == ["0.001", "2", "1", "300"]
-    assert cells[5] == "0.2 s (200 grads)" and cells[6:] == ["-2.0000", "mean"]
+    assert cells[5] == "0.2 s (200 grads)" and cells[6:] == ["-2.0000", "mean", "1.5x"]
     assert "| never |" in next(line for line in lines if line.startswith("| advi_robust "))
 
 
