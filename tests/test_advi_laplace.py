@@ -265,20 +265,11 @@ def test_the_first_stage_forms_a_hessian_only_where_unwhitened_steps_did_not_fin
         assert start.steps < 20
 
 
-def _centred_hierarchy(y, sigma):
-    import numpyro
-    import numpyro.distributions as dist
-
-    mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
-    tau = numpyro.sample("tau", dist.HalfCauchy(5.0))
-    with numpyro.plate("groups", y.shape[0]):
-        theta = numpyro.sample("theta", dist.Normal(mu, tau))
-        numpyro.sample("y", dist.Normal(theta, sigma), obs=y)
-
-
 @pytest.mark.parametrize("sigma", [5.0, 0.3])
-def test_a_centred_hierarchy_above_the_hessian_limit_is_refused_or_at_its_posterior(sigma):
-    """2,500 groups (K = 2,502, the compiled search): with weak data (sigma 5, group sd 1)
+def test_a_centred_hierarchy_above_the_hessian_limit_is_refused_or_at_its_posterior(
+        sigma, centred_eight_schools):
+    """The centred eight schools' model on 2,500 groups (K = 2,502, the compiled search),
+    each with sd 1 and data sd ``sigma``: with weak data (sigma 5, group sd 1)
     the joint density's only way up is the funnel's neck, tau -> 0, and the start is
     refused; with strong data (sigma 0.3) the search stops at the local mode, and the fit
     from it puts theta_j at its posterior mean given mu and tau (both pinned by 2,500
@@ -286,7 +277,7 @@ def test_a_centred_hierarchy_above_the_hessian_limit_is_refused_or_at_its_poster
     median over j (4,000 draws: 0.016 sds of Monte Carlo error), 0.3 at most."""
     rng = np.random.default_rng(0)
     y = rng.normal(0.0, 1.0, 2500) + rng.normal(0.0, sigma, 2500)
-    result = advi.fit(_centred_hierarchy, jnp.asarray(y, jnp.float32), jnp.float32(sigma),
+    result = advi.fit(centred_eight_schools[0], jnp.asarray(y, jnp.float32), jnp.float32(sigma),
                       rng_key=jax.random.PRNGKey(0), preset="robust")
     if sigma > 1:
         assert result.start.startswith("init=") and "no usable mode" in result.start
