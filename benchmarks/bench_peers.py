@@ -38,6 +38,7 @@ a markdown table per method and our ratios against each peer (benchmarks/README.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import logging
 import math
@@ -616,8 +617,11 @@ def _nuts_chunks(setup: Setup, budget: Budget, run: MethodRun, chunk: Any, state
 # --- the run ---------------------------------------------------------------------------------
 
 
-def run_method(method: str, setup: Setup, budget: Budget) -> MethodRun:
-    """One method on one experiment; an error ends that method only (its row says why)."""
+def run_method(method: str, setup: Setup, budget: Budget, reference: float | None = None
+               ) -> MethodRun:
+    """One method on one experiment; an error ends that method only (its row says why).
+    Its line says when it came within 1% of ``reference`` where one is given in advance
+    (``--reference``), so that a run cut short keeps each finished method's answer."""
     runners: dict[str, Callable[[], MethodRun]] = {
         "advi_stan": lambda: run_ours(setup, "stan", budget),
         "advi_robust": lambda: run_ours(setup, "robust", budget),
@@ -634,7 +638,9 @@ def run_method(method: str, setup: Setup, budget: Budget) -> MethodRun:
     last = run.trace[-1] if run.trace else None
     print(f"    {run.stopped}; compile {run.compile_s:.1f} s"
           + ("" if last is None else f"; {last.iteration} iterations, {last.seconds:.2f} s, "
-             f"lpd {last.lpd:.4f}"), flush=True)
+             f"lpd {last.lpd:.4f}")
+          + ("" if reference is None
+             else f"; within 1%: {_reached(first_within(run.trace, reference))}"), flush=True)
     return run
 
 
@@ -655,7 +661,7 @@ def run_experiment(name: str, methods: Sequence[str], args: argparse.Namespace) 
           f"one jitted gradient {floor_ms:.3g} ms\n", flush=True)
     # NUTS first: its final lpd is the reference every other method is timed against
     order = sorted(methods, key=lambda m: m != "nuts")
-    runs = {method: run_method(method, setup, budget) for method in order}
+    runs = {method: run_method(method, setup, budget, args.reference) for method in order}
     runs_in_order = [runs[m] for m in methods]
     reference = reference_lpd(runs_in_order, args.reference)
     source = ("given (--reference)" if args.reference is not None
@@ -667,7 +673,9 @@ def run_experiment(name: str, methods: Sequence[str], args: argparse.Namespace) 
     print(ratio_table(runs_in_order, reference), flush=True)
 
 
-def _arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
+def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line's options (``argv``; None: ``sys.argv``); argparse exits with its
+    usage on an unknown option or choice."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
@@ -685,13 +693,18 @@ def _arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--reference", type=float, default=None,
                         help="held-out lpd to time every method against, instead of this "
                              "run's NUTS (one experiment only; default: NUTS's final lpd)")
+    parser.add_argument("--matmul-precision", default="highest", choices=("highest", "jax"),
+                        help="every method's matrix products at full float32 precision "
+                             "(highest, the default: advi.precision.matmul_scope), or at "
+                             "JAX's default for the peers (jax: TensorFloat-32 on recent "
+                             "NVIDIA GPUs; advi.fit keeps its own full precision)")
     parser.add_argument("--results-dir", default=str(common.ROOT / "results"),
                         help="where the data are made or found (default <repo>/results)")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = _arguments(argv)
+    args = parse_arguments(argv)
     try:
         experiments = check_names(args.experiments, EXPERIMENTS, "experiment")
         methods = check_names(args.methods, METHODS, "method")
@@ -704,7 +717,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     common.print_environment()
     from advi.precision import matmul_scope
 
-    with matmul_scope():  # every method's matrix products in float32, on a GPU too
+    full = args.matmul_precision == "highest"  # every method's products in float32
+    with matmul_scope() if full else contextlib.nullcontext():
         for name in experiments:
             run_experiment(name, methods, args)
     print(f"\nload average at the end: {common.format_load()}")

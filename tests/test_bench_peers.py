@@ -99,6 +99,22 @@ def test_the_method_table_without_a_reference_or_a_trace():
     assert "| n/a |" in table and "error: ValueError: no" in table
 
 
+def test_a_methods_line_says_when_it_reached_a_given_reference(monkeypatch, capsys):
+    monkeypatch.setattr(bench_peers, "run_svi", lambda setup, budget: SVI)
+    assert bench_peers.run_method("numpyro_svi", None, None, reference=-2.0) is SVI
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.endswith("lpd -2.0150; within 1%: 0.4 s (400 grads)")
+    bench_peers.run_method("numpyro_svi", None, None)
+    assert "within 1%" not in capsys.readouterr().out
+
+
+def test_the_matmul_precision_is_full_unless_jax_default_is_asked_for():
+    assert bench_peers.parse_arguments([]).matmul_precision == "highest"
+    assert bench_peers.parse_arguments(["--matmul-precision", "jax"]).matmul_precision == "jax"
+    with pytest.raises(SystemExit):
+        bench_peers.parse_arguments(["--matmul-precision", "tf32"])
+
+
 def test_the_ratio_table_compares_each_peer_with_both_presets():
     table = bench_peers.ratio_table([STAN, ROBUST, SVI, NUTS], -2.0)
     lines = table.splitlines()
