@@ -243,8 +243,8 @@ def ratio_table(runs: Sequence[MethodRun], reference: float | None) -> str:
     """Our presets' time to within 1% of ``reference`` against each peer's: the peer's
     seconds over ours (above 1: ours sooner), one row per peer."""
     ours = [run for run in runs if run.method in OURS]
-    if reference is None or not ours:
-        return "(no ratios: they need NUTS's reference and one of our presets)"
+    if reference is None or not ours or len(ours) == len(runs):
+        return "(no ratios: they need a reference, one of our presets and a peer)"
     reached = {run.method: first_within(run.trace, reference) for run in runs}
     lines = ["| peer | peer to 1% | " + " | ".join(f"{r.method} sooner by" for r in ours) + " |",
              "| --- | --- | " + " | ".join("---:" for _ in ours) + " |"]

@@ -125,6 +125,7 @@ def test_the_ratio_table_compares_each_peer_with_both_presets():
     svi = lines[2]
     assert "2.00x" in svi  # SVI at 0.4 s, Stan's preset at 0.2 s
     assert "no ratios" in bench_peers.ratio_table([STAN, SVI], None)
+    assert "no ratios" in bench_peers.ratio_table([STAN, ROBUST], -2.0)  # no peer
 
 
 def test_names_are_checked_against_the_valid_ones_in_their_order():
