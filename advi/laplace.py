@@ -253,7 +253,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
     stages = LAPLACE_STAGES if fns.precision is not None or fns.diagonal is not None else 1
     for stage in range(stages):
         cap = max_steps // stages if stage < stages - 1 else max_steps - steps
-        abs_tol, refused = (MODE_SD_TOL / 10 if stage > 0 else 0.0), False
+        abs_tol, refused, ran_away = (MODE_SD_TOL / 10 if stage > 0 else 0.0), False, False
         if fns.search is not None:
             shift, met, used, refused = _compiled_stage(fns.search, zeta, scale, cap, abs_tol,
                                                         data, dtype)
