@@ -19,19 +19,30 @@ LogLikelihood = Callable[[dict[str, Any]], Any]
 """``draws (dict site -> (S, ...)) -> log p(y_n | theta_s), shape (S, N)``."""
 
 
-def log_sum_exp(log_lik: np.ndarray) -> np.ndarray:
+@jax.jit
+def _device_log_sum_exp(log_lik: jax.Array) -> jax.Array:
+    return jax.nn.logsumexp(log_lik, axis=0)
+
+
+def log_sum_exp(log_lik: Any) -> np.ndarray:
     """log sum_s exp(log_lik[s, n]) per column n, stably: the column's largest term is
-    factored out, the exponentials are taken in ``log_lik``'s own float dtype and summed in
-    float64. Matches ``scipy.special.logsumexp(log_lik, axis=0)`` to float32 rounding
-    (-inf for a column of -inf), at a fifth of its time on (100, 110,000) float32 scores,
-    one batch of E3's scoring.
+    factored out (-inf for a column of -inf).
+
+    A JAX array is reduced where it lies, on its device and in its own dtype, so that only
+    (N,) values travel to the host: on a GPU this is what keeps scoring from dominating a
+    checkpoint (E3's 1,000 draws in batches of 100 against 110,040 held-out points took
+    0.8 s when each (100, N) batch came to the host first). A NumPy array is reduced on
+    the host: the exponentials are taken in its own float dtype and summed in float64. Both
+    match ``scipy.special.logsumexp(log_lik, axis=0)`` to the input dtype's rounding.
 
     Args:
-        log_lik: (S, N) float32 or float64, S >= 1.
+        log_lik: (S, N) float32 or float64, S >= 1, a NumPy or a JAX array.
 
     Returns:
         (N,) float64.
     """
+    if isinstance(log_lik, jax.Array):
+        return np.asarray(_device_log_sum_exp(log_lik), np.float64)
     log_lik = np.asarray(log_lik)
     if not np.issubdtype(log_lik.dtype, np.floating):
         log_lik = log_lik.astype(np.float64)
@@ -58,8 +69,9 @@ class RunningLogMeanExp:
         self.log_sum: np.ndarray | None = None
         self.num_draws = 0
 
-    def update(self, log_lik: np.ndarray) -> None:
-        """Adds a batch of log-likelihoods ``log_lik`` (S_b, N) of S_b new draws."""
+    def update(self, log_lik: Any) -> None:
+        """Adds a batch of log-likelihoods ``log_lik`` (S_b, N) of S_b new draws, a NumPy
+        or a JAX array (:func:`log_sum_exp`)."""
         batch = log_sum_exp(log_lik)
         self.log_sum = batch if self.log_sum is None else np.logaddexp(self.log_sum, batch)
         self.num_draws += np.shape(log_lik)[0]
@@ -91,9 +103,11 @@ def score_draws(
 ) -> None:
     """Feeds ``draws`` (dict site -> (S, ...)) to ``accumulator`` in batches of draws.
 
-    Batching bounds memory at (batch_size, N) log-likelihoods whatever S is.
+    Batching bounds memory at (batch_size, N) log-likelihoods whatever S is. A
+    ``log_likelihood`` that returns JAX arrays is reduced on its device
+    (:func:`log_sum_exp`).
     """
     num_draws = next(iter(draws.values())).shape[0]
     for start in range(0, num_draws, batch_size):
         batch = {site: value[start : start + batch_size] for site, value in draws.items()}
-        accumulator.update(np.asarray(log_likelihood(batch)))
+        accumulator.update(log_likelihood(batch))
