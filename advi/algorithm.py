@@ -69,6 +69,7 @@ def algorithm(
     precondition: bool = False,
     init: str = "random",
     with_elbo: bool = True,
+    redraw: bool = True,
 ) -> Algorithm:
     """ADVI for ``target`` as an :class:`Algorithm` of pure, jit-able functions.
 
@@ -85,6 +86,10 @@ def algorithm(
         with_elbo: each step also estimates the ELBO from its draws (``StepInfo.elbo``);
             False computes only the log density's gradient, which is cheaper where the
             value needs work the gradient does not (:mod:`advi.elbo`), and ``elbo`` is None.
+        redraw: redraw a step's non-finite draws, up to ``10 * M`` (Stan's rule); False:
+            a step with a non-finite draw is refused (``info.ok`` False, ``failed`` set),
+            and the step has no loop inside, which a GPU runs faster (it tests a loop's
+            condition on the host).
 
     The functions trace matrix products at the dtype's full precision, as :func:`advi.fit`
     does (:func:`advi.precision.matmul_scope`; a precision the caller set when tracing them
@@ -114,7 +119,7 @@ def algorithm(
         with matmul_scope():
             return step(bare._replace(data=data), state, rng_key, eta, family=fam,
                         optimizer=opt, grad_samples=draws, precondition=precondition,
-                        with_elbo=with_elbo)
+                        with_elbo=with_elbo, redraw=redraw)
 
     def sample_fn(params: Any, rng_key: Array, num_samples: int) -> Array:
         with matmul_scope():

@@ -14,7 +14,8 @@ fit. :meth:`CompiledADVI.setup` (the initial q and the Laplace start) then runs 
   (both run-time arguments), so the eta search, the main loop and restarts share one
   compilation; iteration k draws from ``fold_in(fold_in(key, salt), k)``, so results do not
   depend on how the run is cut into chunks. Its steps compute the log density's gradient
-  only (``with_elbo=False``, :mod:`advi.elbo`). With ``moments=True`` it also returns the
+  only (``with_elbo=False``, :mod:`advi.elbo`) and redraw nothing until a draw's gradient
+  is not finite (:meth:`CompiledADVI.run`). With ``moments=True`` it also returns the
   per-chunk moments of the iterates that :mod:`advi.stationarity` needs, and the ELBO at
   their average from :data:`TRACE_ELBO_SAMPLES` draws that are the same for every chunk;
 - ``elbo(params, key, salt, data)``: Stan's ``elbo_samples``-draw ELBO and log weights;
@@ -69,6 +70,11 @@ tenth of a log density per iteration, where an ELBO from each step's own draws c
 
 TRACE_SALT = 0xFFFFFFFF
 """Folded into the run's key for the chunk-end ELBO's draws (the steps' salts are small)."""
+
+NO_REDRAWS, REDRAWS, VALUES_CHECKED = 0, 1, 2
+"""The steps a fit's chunks run (:meth:`CompiledADVI.run`), in the order a fit moves
+through them: no redraws and no loop inside a step; redraws of draws whose gradient is not
+finite; redraws of draws whose value or gradient is not finite."""
 
 CACHE_SIZE = 16
 """Configurations whose compiled functions are kept per process."""
@@ -224,7 +230,8 @@ class _Compiled(NamedTuple):
     init: Callable
     begin: Callable
     laplace: LogDensityFunctions | None
-    chunk: Callable
+    chunk: Callable  # steps that redraw nothing
+    redraw_chunk: Lazy  # steps that redraw draws with a non-finite gradient
     checked_chunk: Lazy  # steps that also check the log density's values
     elbo: Lazy
     gradient_check: Callable  # jitted, compiled on first call (advi.checks)
@@ -258,14 +265,15 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
                                                  scalar, keyed))
     start = (aot(initialise, key), aot(jax.jit(_make_begin(optimizer)), params), laplace)
     state, one = jax.eval_shape(_make_begin(optimizer), params), np.ones((), np.int32)
-    fast, checked = (jax.jit(_chunk_fn(target, o, optimizer, with_elbo))
-                     for with_elbo in (False, True))
+    fast, redrawing, checked = (
+        jax.jit(_chunk_fn(target, o, optimizer, with_elbo, redraw))
+        for with_elbo, redraw in ((False, False), (False, True), (True, True)))
     chunk = aot(fast, state, np.ones((), dtype), key, one, one, data)
     elbo = Lazy(jax.jit(_make_elbo(target, o.family, o.elbo_samples)),
                 _elbo_compiler(target, o))
     if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
         elbo.compiled = elbo.compiler(elbo.jitted, state.params, key, one, data)
-    return _Compiled(*start, chunk, Lazy(checked), elbo,
+    return _Compiled(*start, chunk, Lazy(redrawing), Lazy(checked), elbo,
                      scaled_gradient_fn(target, o.family))
 
 
@@ -286,11 +294,14 @@ def _elbo_compiler(target: Target, o: CompileSpec) -> Callable[..., Callable]:
     return compile_elbo
 
 
-def _chunk_fn(target: Target, o: CompileSpec, optimizer: Any, with_elbo: bool) -> Callable:
+def _chunk_fn(target: Target, o: CompileSpec, optimizer: Any, with_elbo: bool,
+              redraw: bool) -> Callable:
     """The chunk function of :func:`_make_chunk` whose steps compute the log density's
-    value too (``with_elbo``) or its gradient only (:mod:`advi.elbo`)."""
+    value too (``with_elbo``) or its gradient only (:mod:`advi.elbo`), and redraw
+    non-finite draws (``redraw``) or not."""
     alg = algorithm(target, family=o.family, optimizer=optimizer, grad_samples=o.grad_samples,
-                    precondition=o.precondition, init=o.init, with_elbo=with_elbo)
+                    precondition=o.precondition, init=o.init, with_elbo=with_elbo,
+                    redraw=redraw)
     return _make_chunk(alg, o.family, _make_elbo(target, o.family, TRACE_ELBO_SAMPLES),
                        o.moments)
 
@@ -312,7 +323,7 @@ class CompiledADVI:
         self.target, self.options, self.optimizer = target, options, optimizer
         self.family = options.family
         self.elbo_samples = options.elbo_samples
-        self.values_checked = False
+        self.level = NO_REDRAWS
         self.dtype = jnp.result_type(float)
         key = None if target.cache_key is None else (target.cache_key, options, self.dtype)
         done = None if key is None else _CACHE.get(key)
@@ -357,27 +368,45 @@ class CompiledADVI:
         """``num_steps`` iterations at step-size scale ``eta`` (blocks until done); returns
         the state, or ``(state, ChunkMoments)`` when compiled with moments.
 
-        The steps compute the log density's gradient only and redraw where it is not
-        finite; at the end of the chunk the log density's values at
-        :data:`TRACE_ELBO_SAMPLES` draws from q (the final q; with moments, q at the
-        chunk's average) are checked. Where one is not finite (a model with regions of
-        -inf or NaN log density whose gradient is finite, which Stan would reject), the
-        chunk is run again from ``state`` with steps that also redraw draws whose value is
-        not finite (the same draws), and so are all later chunks of this fit
-        (``values_checked``; their function is compiled then). A ``trial`` (a run of
-        Stan's eta search) switches nothing: a trial eta that sends q where the log
-        density overflows is judged, and rejected, by its ELBO, as Stan's search does."""
+        The steps compute the log density's gradient only, and at first redraw nothing:
+        a step has no loop inside, which a GPU runs at about half the time of a step with
+        the redraw loop (whose condition it tests on the host). Where a draw's gradient is
+        not finite (the chunk ends failed), the chunk is run again from ``state`` with
+        steps that redraw non-finite draws (up to ``10 * M`` each, as Stan), the same draws
+        otherwise, so that the result is the same as if they had redrawn from the start;
+        all later chunks of this fit redraw too, except after a ``trial``. At the end of
+        the chunk the log density's values at :data:`TRACE_ELBO_SAMPLES` draws from q (the
+        final q; with moments, q at the chunk's average) are checked. Where one is not
+        finite (a model with regions of -inf or NaN log density whose gradient is finite,
+        which Stan would reject), the chunk is run again from ``state`` with steps that
+        also redraw draws whose value is not finite (the same draws), and so are all later
+        chunks of this fit (``values_checked``; their function is compiled then). A
+        ``trial`` (a run of Stan's eta search) switches nothing: a trial eta that sends q
+        where the log density overflows is judged, and rejected, by its ELBO, as Stan's
+        search does."""
         args = (state, np.asarray(eta, self.dtype), key, np.asarray(salt, np.int32),
                 np.asarray(num_steps, np.int32), self.target.data)
-        if not self.values_checked:
-            out, finite = self._done.chunk(*args)
-            if trial or bool(finite):
-                return jax.block_until_ready(out)
-            self.values_checked = True
-            logger.info("non-finite log density at iteration %d's draws; from now on every "
-                        "draw's value is checked", int(state.iteration) + int(num_steps))
-        out, _ = self._done.checked_chunk(*args)
+        done, level = self._done, self.level
+        out, finite = (done.chunk, done.redraw_chunk, done.checked_chunk)[level](*args)
+        if level == NO_REDRAWS and bool((out[0] if self.options.moments else out).failed):
+            level = REDRAWS
+            if not trial:
+                self.level = level
+                logger.info("non-finite gradient by iteration %d; from now on non-finite "
+                            "draws are redrawn", int(state.iteration) + int(num_steps))
+            out, finite = done.redraw_chunk(*args)
+        if level == VALUES_CHECKED or trial or bool(finite):
+            return jax.block_until_ready(out)
+        self.level = VALUES_CHECKED
+        logger.info("non-finite log density at iteration %d's draws; from now on every "
+                    "draw's value is checked", int(state.iteration) + int(num_steps))
+        out, _ = done.checked_chunk(*args)
         return jax.block_until_ready(out)
+
+    @property
+    def values_checked(self) -> bool:
+        """Whether this fit's steps check the log density's values (:meth:`run`)."""
+        return self.level == VALUES_CHECKED
 
     def gradient_check(self, params: Any, rng_key: Array) -> Any:
         """:func:`advi.checks.scaled_gradient_fn`'s moments at ``params`` (compiled on the
@@ -391,7 +420,7 @@ class CompiledADVI:
         (as :meth:`run`; not after a ``trial``)."""
         est = self._done.elbo(params, key, np.asarray(salt, np.int32), self.target.data)
         if int(est.redraws) and not (self.values_checked or trial):
-            self.values_checked = True
+            self.level = VALUES_CHECKED
             logger.info("non-finite log density at the ELBO's draws; from now on every "
                         "draw's value is checked")
         value = float(est.elbo)

@@ -56,7 +56,8 @@ def _finite_draws(
     """Draw eps (M, K) and evaluate, redrawing non-finite rows until none is left or the
     redraw budget is spent. ``evaluate(eps, keys) -> (value (M,), grad (M, grad_dim))``,
     cast to ``dtype``; a row is non-finite when its gradient has a non-finite entry or, with
-    ``check_value``, its value is not finite. The model is traced and compiled once, in the
+    ``check_value``, its value is not finite. With ``max_redraws`` 0 the draws are evaluated
+    once, outside any loop. The model is traced and compiled once, in the
     loop's body: a first evaluation before the loop (a peeled first trip) would compile the
     model twice, which costs a cold fit more than it saves per iteration (measurements:
     benchmarks/README.md, "Measurements behind the library's defaults")."""
@@ -82,7 +83,9 @@ def _finite_draws(
         redraws=jnp.zeros((), jnp.int32),
         key=rng_key,
     )
-    out = jax.lax.while_loop(cond, body, start)
+    # no redraws: the one evaluation without a loop around it, which on a GPU costs a host
+    # round trip per test of its condition (the same result: the loop would stop after it)
+    out = body(start) if max_redraws == 0 else jax.lax.while_loop(cond, body, start)
     return out._replace(redraws=out.redraws - num)
 
 
@@ -125,6 +128,7 @@ def elbo_grad(
     grad_samples: int,
     *,
     with_elbo: bool = True,
+    redraw: bool = True,
 ) -> GradientEstimate:
     """ELBO estimate and reparameterisation gradient from M = ``grad_samples`` draws.
 
@@ -137,6 +141,10 @@ def elbo_grad(
         with_elbo: also estimate the ELBO and redraw non-finite values (False: ``elbo`` is
             None, the log density's value is not computed, only its gradient, and only
             draws with a non-finite gradient are redrawn, as Stan's ``calc_grad``).
+        redraw: redraw non-finite draws, up to ``10 * M`` (:data:`REDRAW_FACTOR`); False:
+            none, ``ok`` is False where a draw is not finite, and the draws are evaluated
+            without a loop (:func:`advi.fit` runs such steps while none fails, as a
+            GPU evaluates a loop's condition on the host each time).
 
     Each draw gets its own minibatch key, so with minibatching the M draws see M
     independent minibatches (each scaled by N/B).
@@ -148,8 +156,8 @@ def elbo_grad(
         return value_and_grad(family.transform(params, eps), keys)
 
     draws = _finite_draws(
-        evaluate, rng_key, (grad_samples, dim), REDRAW_FACTOR * grad_samples, params.mu.dtype,
-        grad_dim=dim, check_value=with_elbo,
+        evaluate, rng_key, (grad_samples, dim), REDRAW_FACTOR * grad_samples if redraw else 0,
+        params.mu.dtype, grad_dim=dim, check_value=with_elbo,
     )
     _, pullback = jax.vjp(lambda p: family.transform(p, draws.eps), params)
     (grad_lp,) = pullback(draws.grad / grad_samples)
@@ -166,6 +174,7 @@ def whitened_elbo_grad(
     grad_samples: int,
     *,
     with_elbo: bool = True,
+    redraw: bool = True,
 ) -> GradientEstimate:
     """The full-rank ELBO gradient in the coordinates whitened by q, "sticking the landing".
 
@@ -187,6 +196,7 @@ def whitened_elbo_grad(
         rng_key: PRNG key.
         grad_samples: M >= 1.
         with_elbo: as in :func:`elbo_grad`.
+        redraw: as in :func:`elbo_grad`.
 
     Returns:
         :class:`GradientEstimate` whose ``grad`` is ``FullRankParams(grad_a (K,),
@@ -200,8 +210,8 @@ def whitened_elbo_grad(
         return value_and_grad(params.mu + eps @ L.T, keys)
 
     draws = _finite_draws(
-        evaluate, rng_key, (grad_samples, dim), REDRAW_FACTOR * grad_samples, params.mu.dtype,
-        grad_dim=dim, check_value=with_elbo,
+        evaluate, rng_key, (grad_samples, dim), REDRAW_FACTOR * grad_samples if redraw else 0,
+        params.mu.dtype, grad_dim=dim, check_value=with_elbo,
     )
     w = draws.grad @ L + draws.eps
     grad = FullRankParams(jnp.mean(w, 0), jnp.tril(w.T @ draws.eps) / grad_samples)

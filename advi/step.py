@@ -86,6 +86,7 @@ def step(
     grad_samples: int = 1,
     precondition: bool = False,
     with_elbo: bool = True,
+    redraw: bool = True,
 ) -> tuple[ADVIState, StepInfo]:
     """One ADVI iteration: the M-draw reparameterised gradient (paper Eqs. 5-6), the
     optimiser's direction, a step of scale ``eta``.
@@ -106,6 +107,9 @@ def step(
             scaling, so the optimiser is not used (its state is carried unchanged).
         with_elbo: also estimate the ELBO from the step's draws (``info.elbo``); False
             computes the log density's gradient only (:mod:`advi.elbo`).
+        redraw: redraw non-finite draws (up to ``10 * M``); False: a step with a
+            non-finite draw is refused, and the step has no loop inside
+            (:func:`advi.elbo.elbo_grad`).
 
     Returns:
         ``(new_state, info)``; a refused step (``info.ok`` False) returns the old state
@@ -117,12 +121,12 @@ def step(
 
     if precondition and family.name == "fullrank":  # natural-gradient steps, no optimiser
         est = whitened_elbo_grad(log_density, state.params, rng_key, grad_samples,
-                                 with_elbo=with_elbo)
+                                 with_elbo=with_elbo, redraw=redraw)
         params = whitened_step(state.params, est.grad, eta, grad_samples)
         opt_state = state.opt_state
     else:
         est = elbo_grad(log_density, family, state.params, rng_key, grad_samples,
-                        with_elbo=with_elbo)
+                        with_elbo=with_elbo, redraw=redraw)
         updates, opt_state = optimizer.update(est.grad, state.opt_state, state.params)
         if precondition:
             updates = precondition_by_scale(family, state.params, updates)

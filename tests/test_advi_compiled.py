@@ -11,7 +11,13 @@ import numpyro.distributions as dist
 import pytest
 
 import advi
-from advi.compiled import TRACE_ELBO_SAMPLES, CompiledADVI, CompileSpec
+from advi.compiled import (
+    NO_REDRAWS,
+    REDRAWS,
+    TRACE_ELBO_SAMPLES,
+    CompiledADVI,
+    CompileSpec,
+)
 from advi.elbo_batches import ELBO_VMAP_BYTES, elbo_batch
 from advi.step_size import get_optimizer
 
@@ -163,3 +169,62 @@ def test_a_chunk_ends_at_a_failed_step_with_the_last_finite_state(preset):
     # the chunk's remaining steps each repeating the failed one's 11 evaluations would take
     # 11 (50 - f) of them; ending at the failure takes a few per step and the probe's
     assert len(calls) < 11 * (50 - int(state.iteration)) / 2
+
+
+def _nan_gradient_slab():
+    """log p = -z'z / 2, whose gradient is NaN on the slab z_0 > 1 (16% of N(0, 1)'s mass)
+    while its value stays finite: only the steps' gradient test sees it."""
+    def log_density(z):
+        # sqrt's derivative at 0 is inf, times maximum's 0 beyond z_0 = 1: NaN there
+        return -0.5 * jnp.sum(z**2) + 0.0 * jnp.sqrt(jnp.maximum(1.0 - z[0], 0.0))
+
+    return advi.from_log_density(log_density, 2)
+
+
+def test_a_step_without_redraws_is_refused_where_one_with_redraws_redraws():
+    """The same key: where the draw's gradient is finite both steps agree to the last digit;
+    where it is not, the step without redraws is refused and the other redraws."""
+    target = _nan_gradient_slab()
+    steps = {redraw: jax.jit(advi.algorithm(target, grad_samples=1, init="zero",
+                                            redraw=redraw).step) for redraw in (False, True)}
+    start = advi.algorithm(target, init="zero").init(KEY)
+    refused = 0
+    for i in range(40):
+        key = jax.random.PRNGKey(i)
+        (plain, info), (redrawn, redrawn_info) = (steps[r](start, key, 0.1, ()) for r in
+                                                   (False, True))
+        assert int(info.redraws) == 0 and bool(redrawn_info.ok)
+        if bool(info.ok):
+            assert int(redrawn_info.redraws) == 0
+            for a, b in zip(jax.tree.leaves(plain), jax.tree.leaves(redrawn), strict=True):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        else:
+            refused += 1
+            assert bool(plain.failed) and int(redrawn_info.redraws) > 0
+            np.testing.assert_array_equal(np.asarray(plain.params.mu),
+                                          np.asarray(start.params.mu))
+    assert 2 <= refused <= 15  # about 16% of 40 steps meet the slab
+
+
+@pytest.mark.parametrize("preset", ["stan", "robust"])
+def test_a_chunk_meeting_a_non_finite_gradient_is_rerun_with_redraws_and_keeps_them(preset):
+    """The fit's first chunk redraws nothing and fails at the slab; it is run again with
+    redraws and gives exactly the steps of advi.algorithm(redraw=True) on the same keys;
+    later chunks redraw. A trial chunk (the eta search's) switches nothing."""
+    target, o = _nan_gradient_slab(), advi.PRESETS[preset]
+    trial = _compiled(target, preset)
+    keys, start, _ = trial.setup(KEY, 0)
+    trial.run(start, 0.1, keys[1], 0, 50, trial=True)
+    assert trial.level == NO_REDRAWS
+    compiled = _compiled(target, preset)
+    out = compiled.run(start, 0.1, keys[1], 0, 50)
+    state = out[0] if preset == "robust" else out
+    assert compiled.level == REDRAWS and not bool(state.failed) and int(state.redraws) > 0
+    step = jax.jit(advi.algorithm(target, optimizer=o.optimizer, precondition=o.precondition,
+                                  with_elbo=False).step)
+    expected, run_key = start, jax.random.fold_in(keys[1], 0)
+    for k in range(50):
+        expected = step(expected, jax.random.fold_in(run_key, k), 0.1, ())[0]
+    assert int(expected.redraws) == int(state.redraws)
+    np.testing.assert_allclose(np.asarray(state.params.mu), np.asarray(expected.params.mu),
+                               rtol=1e-6, atol=1e-6)
