@@ -88,8 +88,11 @@ class _Trace:
         assert self.base is not None
         bounds = [self.prefix[-1 - i] if i < len(self.prefix) else self.base
                   for i in range(size, -1, -size // pieces)]
-        return (np.diff(np.stack([b[0] for b in bounds]), axis=0),
-                np.diff(np.stack([b[1] for b in bounds]), axis=0))
+        sums = np.empty((2, pieces, bounds[0][0].size))
+        for piece, (lower, upper) in enumerate(zip(bounds, bounds[1:], strict=False)):
+            np.subtract(upper[0], lower[0], out=sums[0, piece])
+            np.subtract(upper[1], lower[1], out=sums[1, piece])
+        return sums[0], sums[1]
 
     def rhat(self, chunk_len: int) -> tuple[bool, float]:
         """(stationary, the R-hat statistic) over the window; (False, nan) before it."""

@@ -70,20 +70,26 @@ def split_rhat(sums: np.ndarray, sumsqs: np.ndarray, chunk_len: int,
     Raises:
         ValueError: when J is not a positive multiple of ``splits``.
     """
-    num_chunks = sums.shape[0]
+    num_chunks, size = sums.shape
     if num_chunks < splits or num_chunks % splits:
         raise ValueError(f"{num_chunks} chunks cannot be split into {splits} equal pieces")
     n = num_chunks // splits * chunk_len
-    s = np.asarray(sums, np.float64).reshape(splits, -1, sums.shape[1]).sum(1)
-    ss = np.asarray(sumsqs, np.float64).reshape(splits, -1, sums.shape[1]).sum(1)
+    s, ss = np.asarray(sums, np.float64), np.asarray(sumsqs, np.float64)
+    if num_chunks != splits:  # the pieces' sums (the robust loop passes them summed)
+        s, ss = s.reshape(splits, -1, size).sum(1), ss.reshape(splits, -1, size).sum(1)
     means = s / n
-    variances = np.maximum(ss / n - means**2, 0.0) * n / (n - 1)
-    within = variances.mean(0)
+    # each piece's variance, (sum of squares - n mean^2) / (n - 1), in place: a window of
+    # E3's 50,500 quantities is tested after every chunk, on the host
+    variances = np.multiply(s, means)
+    np.subtract(ss, variances, out=variances)
+    np.maximum(variances, 0.0, out=variances)
+    within = variances.mean(0) / (n - 1)
     between_over_n = means.var(0, ddof=1)
-    pooled = (n - 1) / n * within + between_over_n
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rhat = np.sqrt(pooled / within)
-    return np.where(within > 0, rhat, 1.0)
+    # R-hat^2 = ((n - 1) / n W + B / n) / W
+    ratio = np.divide(between_over_n, within, out=np.zeros_like(within), where=within > 0)
+    ratio += (n - 1) / n
+    ratio[np.isinf(within)] = np.nan  # inf / inf, as the pooled form gives
+    return np.where(within > 0, np.sqrt(ratio, out=ratio), 1.0)
 
 
 def elbo_gain(rows: np.ndarray, splits: int = RHAT_SPLITS) -> tuple[float, float]:

@@ -35,6 +35,18 @@ def test_split_rhat_from_chunk_moments_matches_the_textbook_formula():
     assert not stationary(rhat, quantile=0.95)[0]
 
 
+def test_split_rhat_of_a_constant_or_non_finite_quantity():
+    """A quantity that never moved has R-hat 1 (nothing to compare); one whose squares
+    overflowed has none (NaN: never counted stationary); the others are unaffected."""
+    trace = np.random.default_rng(1).normal(size=(400, 3))
+    trace[:, 1] = 7.0
+    sums, sumsqs = _moments(trace, 50)
+    sumsqs[:, 2] = np.inf
+    rhat = split_rhat(sums, sumsqs, chunk_len=50)
+    assert 0.95 < rhat[0] < 1.05 and rhat[1] == 1.0 and np.isnan(rhat[2])
+    assert not stationary(rhat, quantile=1.0)[0]
+
+
 def test_split_rhat_refuses_a_window_it_cannot_split():
     with pytest.raises(ValueError, match="6 chunks cannot be split into 4"):
         split_rhat(np.zeros((6, 2)), np.zeros((6, 2)), chunk_len=10)
