@@ -142,13 +142,17 @@ class _Record:
                        tuple(self.restarts), tuple(self.notes))
 
 
-def checkpoint_due(iteration: int, chunk_len: int, checkpoint_every: int) -> bool:
-    """Whether the checkpoint hook runs after ``iteration``: every ``checkpoint_every``
-    iterations and, before the first of those, at ``chunk_len`` times 1, 2, 4, ... (so that
-    a trace plotted against log time, as the paper's figures are, shows a fit's early
+def checkpoint_due(iteration: int, previous: int, chunk_len: int,
+                   checkpoint_every: int) -> bool:
+    """Whether the checkpoint hook runs after the chunk that took the run from ``previous``
+    to ``iteration``: when it reached or passed a multiple of ``checkpoint_every`` (every
+    ``checkpoint_every`` iterations where the chunks divide it; at the first chunk end past
+    each multiple where they do not: the robust preset's chunks are its stop's
+    ``eval_elbo``) and, before the first multiple, at ``chunk_len`` times 1, 2, 4, ... (so
+    that a trace plotted against log time, as the paper's figures are, shows a fit's early
     progress: with E3's 500, the robust fit is first scored after one chunk, 50
     iterations, not 500)."""
-    if iteration % checkpoint_every == 0:
+    if iteration // checkpoint_every > previous // checkpoint_every:
         return True
     if iteration >= checkpoint_every or iteration % chunk_len:
         return False
@@ -184,7 +188,7 @@ def drive(
     """
     rec, last_hook, reason, converged = _Record(eta, wall_s), -1, "max_iter", False
     while (it := int(state.iteration)) < max_iter:
-        tick = clock()
+        tick, previous = clock(), it
         out = runner.run(state, rec.eta, run_key, len(rec.restarts),
                          min(chunk_len - it % chunk_len, max_iter - it))
         new_state, moments = out if rule.moments else (out, None)
@@ -206,7 +210,7 @@ def drive(
             progress.update(it, *(() if row is None else (row.elbo, rule.describe(row))))
         if verdict.reason is not None:
             reason, converged = verdict.reason, True
-        if checkpoint is not None and (checkpoint_due(it, chunk_len, checkpoint_every)
+        if checkpoint is not None and (checkpoint_due(it, previous, chunk_len, checkpoint_every)
                                        or converged):
             last_hook = it
             if checkpoint(CheckpointInfo(it, rec.wall_s, rec.elbo(), Approximation(

@@ -139,9 +139,11 @@ def fit(
         model_kwargs: the model's keyword arguments, kept apart from the options so that a
             model keyword can never be taken for an option (as NumPyro's ``SVI.run``).
         checkpoint: ``hook(info: CheckpointInfo) -> bool | None`` called every
-            ``checkpoint_every`` iterations, before the first of those at log-spaced ones
-            (:func:`advi.driver.checkpoint_due`), and once at the end; its time is excluded from
-            the reported seconds; returning True stops the fit ("stopped by checkpoint").
+            ``checkpoint_every`` iterations (robust preset: at the end of the first chunk
+            of ``eval_elbo`` iterations past each multiple), before the first of those at
+            log-spaced ones (:func:`advi.driver.checkpoint_due`), and once at the end; its
+            time is excluded from the reported seconds; returning True stops the fit
+            ("stopped by checkpoint"). The checkpoints change nothing in the fit.
         clock: ``() -> seconds`` behind every reported time (compile_s, adapt_s, wall_s);
             ``time.perf_counter`` unless a test injects a fake one.
         progress_bar: a tqdm bar of the main loop (iterations of ``max_iter``, the ELBO,
@@ -366,9 +368,13 @@ def _run(compiled: CompiledADVI, state0: ADVIState, eta: float, o: Options, *,
     """The main loop (:func:`advi.driver.drive`) with the preset's stopping rule and
     restart policy, and its :class:`ADVIResult`."""
     checkpoint_every = o.checkpoint_every or o.eval_elbo
-    chunk_len = math.gcd(o.eval_elbo, checkpoint_every)
+    # the robust stop's unit is its chunk of eval_elbo iterations, whatever the checkpoints
+    # (its moments and ELBO are per chunk); Stan's rule reads the ELBO every eval_elbo
+    # iterations however the run is cut
+    rhat = o.stop == "rhat"
+    chunk_len = o.eval_elbo if rhat else math.gcd(o.eval_elbo, checkpoint_every)
     rule: StoppingRule
-    if o.stop == "rhat":
+    if rhat:
         rule = robust.StationarityRule(chunk_len, burn_in, o.max_iter, o.tol_rel_obj)
         policy = robust.POLICY
     else:

@@ -66,8 +66,9 @@ class Options:
         minibatch_plate: the name of the model's data plate, or None (its only plate, or
             the one called "data").
         checkpoint_every: iterations between checkpoint-hook calls, or None (eval_elbo);
-            before the first, the hook also runs at log-spaced iterations
-            (:func:`advi.driver.checkpoint_due`).
+            with the stationarity stop, at the first end of a chunk of ``eval_elbo``
+            iterations past each multiple; before the first, the hook also runs at
+            log-spaced iterations (:func:`advi.driver.checkpoint_due`).
         init: the initial mean: "random" (N(0, I)), "zero" (Algorithm 1), "stan" (U(-2, 2)).
         optimizer: "stan" (the paper's step-size sequence), an optax name with optional
             numeric arguments ("adam(b2=0.99)"), or an ``optax.GradientTransformation``.

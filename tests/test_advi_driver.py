@@ -123,8 +123,19 @@ def test_a_hook_stopping_at_convergence_keeps_the_convergence():
 
 
 def test_checkpoints_are_log_spaced_before_the_grid():
-    due = [it for it in range(100, 2001, 100) if checkpoint_due(it, 100, 500)]
+    due = [it for it in range(100, 2001, 100) if checkpoint_due(it, it - 100, 100, 500)]
     assert due == [100, 200, 400, 500, 1000, 1500, 2000]
     # a chunk as long as the grid step adds nothing
-    assert [it for it in range(50, 301, 50) if checkpoint_due(it, 50, 50)] == [
+    assert [it for it in range(50, 301, 50) if checkpoint_due(it, it - 50, 50, 50)] == [
         50, 100, 150, 200, 250, 300]
+
+
+def test_a_grid_the_chunks_do_not_divide_is_served_at_the_first_chunk_end_past_it():
+    """Chunks of 50 (the robust stop's), checkpoints asked for every 30 or 120 iterations:
+    after each chunk that reached or passed a multiple, so never more than one chunk late."""
+    def due(every):
+        return [it for it in range(50, 501, 50) if checkpoint_due(it, it - 50, 50, every)]
+
+    assert due(30) == list(range(50, 501, 50))  # a multiple of 30 in every chunk
+    assert due(120) == [50, 100, 150, 250, 400, 500]  # 50, 100 log-spaced; 120, 240, ...
+    assert not checkpoint_due(110, 100, 50, 120)  # a partial chunk past no multiple

@@ -339,3 +339,29 @@ def test_the_rules_rhat_from_running_sums_is_split_rhat_over_the_window(burn_in)
         expected = stationary(split_rhat(np.stack(stats[-size:]), np.stack(squares[-size:]),
                                          50))[1]
         assert verdict.row.rhat == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_robust_fit_is_the_same_whatever_its_checkpoints():
+    """The stop's unit is its chunk of eval_elbo iterations: scoring every 7, 25, 30 or 50
+    iterations, or never, changes neither where the fit stops nor what it returns (with 25,
+    the chunks were 25 iterations long and the fit stopped at 700 instead of 900); the hook
+    runs at the first chunk end past each multiple of checkpoint_every."""
+    target = advi.from_log_density(
+        lambda z: -0.5 * jnp.sum((z - jnp.arange(3.0)) ** 2 / jnp.array([1.0, 0.1, 10.0])), 3)
+    fits, seen = {}, {}
+    for every in (None, 50, 25, 30, 7):
+        calls = seen.setdefault(every, [])
+        hooks = {} if every is None else {
+            "checkpoint_every": every, "checkpoint": lambda info, c=calls: c.append(info.iteration)}
+        fits[every] = advi.fit(target, rng_key=KEY, preset="robust", khat_samples=0,
+                               start="init", dtype=None, **hooks)
+    base = fits[None]
+    assert base.converged and base.num_iterations > 400
+    for every, result in fits.items():
+        assert result.num_iterations == base.num_iterations, every
+        np.testing.assert_array_equal(np.asarray(result.params.mu), np.asarray(base.params.mu))
+        np.testing.assert_array_equal(np.asarray(result.params.omega),
+                                      np.asarray(base.params.omega))
+    chunks = list(range(50, base.num_iterations + 1, 50))
+    assert seen[25] == seen[30] == seen[7] == chunks  # a multiple in every chunk
+    assert seen[50] == chunks
