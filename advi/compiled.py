@@ -48,8 +48,7 @@ from jax import Array
 from .algorithm import Algorithm, algorithm
 from .aot import Lazy, aot
 from .checks import scaled_gradient_fn
-from .elbo import ELBOEstimate, elbo_estimate
-from .elbo_batches import MINIBATCH_ELBO_BATCH, full_data_batch
+from .elbo_batches import elbo_compiler, make_elbo
 from .families import Family
 from .laplace import CURVATURE_PROBES, LogDensityFunctions, log_density_functions
 from .multistart import EXTRA_STARTS, multistart_laplace
@@ -130,7 +129,8 @@ def _make_chunk(alg: Algorithm, family: Family, probe: Callable, moments: bool) 
     """The chunk of ``num_steps`` iterations: ``(state, eta, key, salt, num_steps, data) ->
     (out, values_finite)``, ``out`` the state or, with ``moments``, ``(state,
     ChunkMoments)``; ``values_finite``: the log density was finite at every one of
-    ``probe``'s draws (``probe`` is ``elbo(params, key, salt, data)`` of :func:`_make_elbo`,
+    ``probe``'s draws (``probe`` is ``elbo(params, key, salt, data)`` of
+    :func:`advi.elbo_batches.make_elbo`,
     at the draws of :data:`TRACE_SALT`) from the final q or, with ``moments``, from q at the
     chunk's average, whose ELBO they give (one evaluation serves both). The loop ends at a
     refused step (``failed``); a ``jax.lax.cond`` per step was slower (benchmarks/README.md)."""
@@ -165,20 +165,6 @@ def _make_chunk(alg: Algorithm, family: Family, probe: Callable, moments: bool) 
         return (state, m), trace.redraws == 0
 
     return chunk
-
-
-def _make_elbo(target: Target, family: Family, S: int, full_data_batch: int | None = None
-               ) -> Callable:
-    batch = full_data_batch if target.num_data is None else MINIBATCH_ELBO_BATCH
-
-    def elbo(params: Any, key: Array, salt: Array, data: Any) -> ELBOEstimate:
-        def log_density(zeta: Array, batch_key: Array) -> Array:
-            return target.log_density_fn(zeta, batch_key, data)
-
-        return elbo_estimate(log_density, family, params, jax.random.fold_in(key, salt), S,
-                             batch)
-
-    return elbo
 
 
 def _make_init(target: Target, family: Family, init: str) -> Callable:
@@ -269,29 +255,12 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
         jax.jit(_chunk_fn(target, o, optimizer, with_elbo, redraw))
         for with_elbo, redraw in ((False, False), (False, True), (True, True)))
     chunk = aot(fast, state, np.ones((), dtype), key, one, one, data)
-    elbo = Lazy(jax.jit(_make_elbo(target, o.family, o.elbo_samples)),
-                _elbo_compiler(target, o))
+    elbo = Lazy(jax.jit(make_elbo(target, o.family, o.elbo_samples)),
+                elbo_compiler(target, o.family, o.elbo_samples))
     if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
         elbo.compiled = elbo.compiler(elbo.jitted, state.params, key, one, data)
     return _Compiled(*start, chunk, Lazy(redrawing), Lazy(checked), elbo,
                      scaled_gradient_fn(target, o.family))
-
-
-def _elbo_compiler(target: Target, o: CompileSpec) -> Callable[..., Callable]:
-    """Compiles the ELBO (Stan's loop's, and the draws of Pareto k-hat): all draws at once,
-    or in batches of a full-data target's draws where :func:`advi.elbo_batches.
-    full_data_batch` says so (a CPU, buffers above ``ELBO_VMAP_BYTES``)."""
-
-    def compile_elbo(jitted: Any, *args: Any) -> Callable:
-        compiled = aot(jitted, *args)
-        if target.num_data is not None:
-            return compiled
-        batch = full_data_batch(compiled, o.elbo_samples)
-        if batch is None:
-            return compiled
-        return aot(jax.jit(_make_elbo(target, o.family, o.elbo_samples, batch)), *args)
-
-    return compile_elbo
 
 
 def _chunk_fn(target: Target, o: CompileSpec, optimizer: Any, with_elbo: bool,
@@ -302,7 +271,7 @@ def _chunk_fn(target: Target, o: CompileSpec, optimizer: Any, with_elbo: bool,
     alg = algorithm(target, family=o.family, optimizer=optimizer, grad_samples=o.grad_samples,
                     precondition=o.precondition, init=o.init, with_elbo=with_elbo,
                     redraw=redraw)
-    return _make_chunk(alg, o.family, _make_elbo(target, o.family, TRACE_ELBO_SAMPLES),
+    return _make_chunk(alg, o.family, make_elbo(target, o.family, TRACE_ELBO_SAMPLES),
                        o.moments)
 
 

@@ -1,13 +1,20 @@
 """How many of the ELBO's draws run at a time (:func:`advi.elbo.elbo_estimate`'s
 ``batch_size``): all at once (``vmap``), or in batches (``jax.lax.map``) where all at once
-would hold too much, as :mod:`advi.compiled` compiles the ELBO."""
+would hold too much, and the ELBO functions :mod:`advi.compiled` compiles that way."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import jax
+from jax import Array
+
+from .aot import aot
+from .elbo import ELBOEstimate, elbo_estimate
+from .families import Family
+from .target import Target
 
 logger = logging.getLogger("advi")
 
@@ -51,3 +58,39 @@ def full_data_batch(compiled: Any, samples: int) -> int | None:
         logger.info("the ELBO's %d draws run %d at a time (all at once needs %.0f MiB of "
                     "buffers)", samples, batch, stats.temp_size_in_bytes / 2**20)
     return batch
+
+
+def make_elbo(target: Target, family: Family, samples: int, batch: int | None = None
+              ) -> Callable[..., ELBOEstimate]:
+    """``elbo(params, key, salt, data) -> ELBOEstimate``: :func:`advi.elbo.elbo_estimate`
+    of ``target``'s log density on ``data`` from ``samples`` draws keyed by
+    ``fold_in(key, salt)``, ``batch`` draws at a time for a full-data target (None: all at
+    once), :data:`MINIBATCH_ELBO_BATCH` for a minibatched one."""
+    size = batch if target.num_data is None else MINIBATCH_ELBO_BATCH
+
+    def elbo(params: Any, key: Array, salt: Array, data: Any) -> ELBOEstimate:
+        def log_density(zeta: Array, batch_key: Array) -> Array:
+            return target.log_density_fn(zeta, batch_key, data)
+
+        return elbo_estimate(log_density, family, params, jax.random.fold_in(key, salt),
+                             samples, size)
+
+    return elbo
+
+
+def elbo_compiler(target: Target, family: Family, samples: int) -> Callable[..., Callable]:
+    """``compile(jitted, *args) -> compiled``: compiles the ELBO of :func:`make_elbo`
+    (Stan's loop's, and the draws of Pareto k-hat) for arguments like ``args``, all draws
+    at once, or, for a full-data target where :func:`full_data_batch` says so (a CPU,
+    buffers above :data:`ELBO_VMAP_BYTES`), again in batches."""
+
+    def compile_elbo(jitted: Any, *args: Any) -> Callable:
+        compiled = aot(jitted, *args)
+        if target.num_data is not None:
+            return compiled
+        batch = full_data_batch(compiled, samples)
+        if batch is None:
+            return compiled
+        return aot(jax.jit(make_elbo(target, family, samples, batch)), *args)
+
+    return compile_elbo
