@@ -16,10 +16,17 @@ the gradient's warning after a run that stopped early also names running longer,
   optimum has ``sd_k**2 = 1 / precision_kk``, so ``sd_k * dELBO/dmu_k`` is about minus the
   distance of mu_k from the optimum in q-sds; the z-score alone would flag any
   stochastic-gradient fit given enough draws, the shift says the distance matters;
-- Pareto k-hat (Yao et al. 2018; Vehtari et al. 2024) of the result's own log weights
-  (``khat_samples`` draws, the draws of ``ADVIResult.pareto_khat``) not finite because
-  they are degenerate; a finite k-hat, however large, does not warn (fits at their family's
-  optimum reach large ones: :data:`MIN_KHAT_DRAWS`);
+- Pareto k-hat (Yao et al. 2018; Vehtari et al. 2024) of the log weights ``log p - log q``
+  at the gradient check's own draws (their values come with the gradients) not finite
+  because they are degenerate (:func:`advi.diagnostics.degenerate_weights`, NumPy only:
+  no ArviZ import at the end of every fit). A finite k-hat never warns, whatever its value
+  and K: in float32, fits at their family's optimum (the gradient check silent) reach
+  k-hats above Yao et al.'s 0.7, at small and large K alike (float rounding shapes the log
+  weights' tail), while the gradient check catches the far-off fits that a large k-hat
+  flags (measurements: benchmarks/README.md, "Measurements behind the library's
+  defaults"). ``ADVIResult.pareto_khat`` reports the value from ``khat_samples`` draws of
+  its own, drawn on first access: a fit does not pay for them (measurements:
+  benchmarks/README.md, "Measurements behind the library's defaults");
 - mean coordinates exactly where a random (or ``init``) start put them (bitwise) after at
   least one iteration: float rounding swallowed every step. Not checked after a Laplace
   start that found its mode, where the mean may rightly stay.
@@ -45,26 +52,14 @@ from jax import Array
 from .diagnostics import degenerate_weights
 from .families import Family, standard_normal
 
-MIN_KHAT_DRAWS = 30
-"""Fewest ``khat_samples`` draws (a count) the k-hat check looks at: with fewer, PSIS's
-tail (Vehtari et al. 2024) has under :data:`advi.diagnostics.MIN_TAIL` draws and k-hat is
-``inf`` whatever q.
-
-Only a k-hat that is not finite for want of a usable tail warns
-(:func:`advi.diagnostics.degenerate_weights`, NumPy only: no ArviZ import at the end of
-every fit). A finite k-hat never warns, whatever its value and K: in float32, fits at their
-family's optimum (the gradient check silent) reach k-hats above Yao et al.'s 0.7, at small
-and large K alike (float rounding shapes the log weights' tail), while the gradient check
-catches the far-off fits that a large k-hat flags (measurements: benchmarks/README.md,
-"Measurements behind the library's defaults"). ``ADVIResult.pareto_khat`` reports the
-value."""
-
-
 GRAD_DRAWS = 200
 """Draws of q behind the end-of-fit gradient check."""
 
-GRAD_BATCH = 50
-"""Draws evaluated at a time by the gradient check (``jax.lax.map``'s ``batch_size``)."""
+GRAD_BATCH = 5
+"""Draws evaluated at a time by the gradient check (``jax.lax.map``'s ``batch_size``): few,
+as models with large per-draw buffers run faster one batch at a time, at the cost of a
+few hundredths of a second on small models (benchmarks/README.md, "Measurements behind
+the library's defaults")."""
 
 GRAD_ALPHA = 1e-3
 """Family-wise false-alarm level of the gradient z-scores over the K coordinates."""
@@ -140,36 +135,37 @@ def gradient_flags(mean: np.ndarray, se: np.ndarray, shift: float = GRAD_SHIFT
 
 
 def scaled_gradient_fn(target: Any, family: Family) -> Callable:
-    """``fn(params, rng_key, data) -> (gradient_moments(g), gradient_moments(g * eps + 1))``
-    of ``g = sd_k * d log p / d zeta_k`` at :data:`GRAD_DRAWS` draws ``zeta = mu + sd * eps``
-    of q: the mean of ``g`` is ``sd * dELBO/dmu`` (the entropy does not depend on mu), that
-    of ``g * eps + 1`` is ``dELBO/domega`` for a mean-field q (omega = log sd), plain
-    ``jax.jit``; :class:`advi.compiled.CompiledADVI` keeps it with the configuration's other
-    functions, so that later fits of the same model compile nothing."""
+    """``fn(params, rng_key, data) -> (gradient_moments(g), gradient_moments(g * eps + 1),
+    log_weights)`` of ``g = sd_k * d log p / d zeta_k`` at :data:`GRAD_DRAWS` draws ``zeta =
+    mu + sd * eps`` of q: the mean of ``g`` is ``sd * dELBO/dmu`` (the entropy does not depend
+    on mu), that of ``g * eps + 1`` is ``dELBO/domega`` for a mean-field q (omega = log sd);
+    ``log_weights`` ((GRAD_DRAWS,) ``log p(zeta) - log q(zeta)`` of the same draws, the
+    values that came with the gradients) are what the k-hat check tests. Plain ``jax.jit``;
+    :class:`advi.compiled.CompiledADVI` keeps it with the configuration's other functions,
+    so that later fits of the same model compile nothing."""
     log_density_fn = target.log_density_fn
 
     @jax.jit
     def gradient_check(params: Any, rng_key: Array, data: Any
-                       ) -> tuple[tuple[Array, Array, Array], tuple[Array, Array, Array]]:
+                       ) -> tuple[tuple[Array, Array, Array], tuple[Array, Array, Array], Array]:
         dim, dtype = params.mu.shape[-1], params.mu.dtype
         eps_key, batch_key = jax.random.split(rng_key)
         eps = standard_normal(eps_key, (GRAD_DRAWS, dim), dtype)
         zeta = family.transform(params, eps)
-        grad = jax.grad(lambda z, k: log_density_fn(z, k, data))
-        grads = jax.lax.map(lambda d: grad(*d), (zeta, jax.random.split(batch_key, GRAD_DRAWS)),
-                            batch_size=GRAD_BATCH)
+        value_and_grad = jax.value_and_grad(lambda z, k: log_density_fn(z, k, data))
+        values, grads = jax.lax.map(lambda d: value_and_grad(*d),
+                                    (zeta, jax.random.split(batch_key, GRAD_DRAWS)),
+                                    batch_size=GRAD_BATCH)
         scaled = grads.astype(dtype) * family.std(params)
-        return gradient_moments(scaled), gradient_moments(scaled * eps + 1)
+        log_weights = values.astype(dtype) - family.log_q(params, zeta)
+        return gradient_moments(scaled), gradient_moments(scaled * eps + 1), log_weights
 
     return gradient_check
 
 
-def _khat_note(result: Any) -> str | None:
-    """The k-hat warning's text, or None (module doc); draws and caches ``result``'s log
-    weights (those of ``ADVIResult.pareto_khat``)."""
-    log_weights = result.khat_log_weights
-    if log_weights is None or log_weights.size < MIN_KHAT_DRAWS:
-        return None  # too few draws: k-hat is inf whatever q
+def _khat_note(log_weights: np.ndarray) -> str | None:
+    """The k-hat warning's text for the gradient check's log weights, or None (module
+    doc)."""
     why = degenerate_weights(log_weights)
     if why is None:
         return None
@@ -178,16 +174,17 @@ def _khat_note(result: Any) -> str | None:
             "negligible, or log p is rounded to a few values)")
 
 
-def _gradient_note(compiled: Any, params: Any, rng_key: Array) -> str | None:
-    """The gradient warning's text, or None (module doc)."""
-    location, spread = compiled.gradient_check(params, rng_key)
-    mean, se, n = (np.asarray(a, float) for a in location)
+def _gradient_note(location: tuple[np.ndarray, ...], spread: tuple[np.ndarray, ...],
+                   params: Any) -> str | None:
+    """The gradient warning's text from the gradient check's moments, or None (module
+    doc)."""
+    mean, se, n = location
     if n < 2:
         return (f"the log density's gradient is not finite at {GRAD_DRAWS - int(n)} of "
                 f"{GRAD_DRAWS} draws of the fitted q: q is far from the posterior")
     flags = gradient_flags(mean, se)
     if not flags.any():
-        return _scale_note(params, *(np.asarray(a, float) for a in spread))
+        return _scale_note(params, *spread)
     worst = int(np.argmax(np.where(flags, np.abs(mean), -np.inf)))
     return (f"the ELBO's gradient at the fitted mean is far from zero in {int(flags.sum())} "
             f"of {mean.size} coordinates: at coordinate {worst}, sd * dELBO/dmu = "
@@ -219,8 +216,8 @@ def end_of_fit_warnings(result: Any, compiled: Any, start_mu: Array | None,
     """The end-of-fit checks' warnings (module doc), each naming the cause and the remedy.
 
     Args:
-        result: the fit's :class:`advi.ADVIResult` (its ``khat_log_weights`` are drawn and
-            cached here when ``khat_samples > 0``).
+        result: the fit's :class:`advi.ADVIResult` (its ``khat_log_weights`` are not
+            drawn here).
         compiled: its :class:`advi.compiled.CompiledADVI`.
         start_mu: (K,) the mean q started from, or None after a Laplace start that found
             its mode (the mean may rightly stay there: in float32 the robust preset's
@@ -235,7 +232,10 @@ def end_of_fit_warnings(result: Any, compiled: Any, start_mu: Array | None,
     if compiled.target.num_data is not None:
         return []
     mu = np.asarray(result.params.mu)
-    notes = [_gradient_note(compiled, result.params, rng_key), _khat_note(result)]
+    location, spread, log_weights = compiled.gradient_check(result.params, rng_key)
+    notes = [_gradient_note(tuple(np.asarray(a, float) for a in location),
+                            tuple(np.asarray(a, float) for a in spread), result.params),
+             _khat_note(np.asarray(log_weights, float))]
     unmoved = 0 if start_mu is None else int(np.sum(mu == np.asarray(start_mu)))
     if result.num_iterations > 0 and unmoved:
         notes.append(f"{unmoved} of {mu.size} mean coordinates are exactly where the fit "

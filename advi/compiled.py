@@ -378,8 +378,9 @@ class CompiledADVI:
         return self.level == VALUES_CHECKED
 
     def gradient_check(self, params: Any, rng_key: Array) -> Any:
-        """:func:`advi.checks.scaled_gradient_fn`'s moments at ``params`` (compiled on the
-        first call, kept with the other functions of this configuration)."""
+        """:func:`advi.checks.scaled_gradient_fn`'s moments and log weights at ``params``
+        (compiled on the first call, kept with the other functions of this
+        configuration)."""
         return self._done.gradient_check(params, rng_key, self.target.data)
 
     def elbo(self, params: Any, key: Array, salt: int, trial: bool = False

@@ -263,18 +263,14 @@ def _finish(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock
 def _checked(result: ADVIResult, compiled: CompiledADVI, start_mu: Array | None,
              fell_back: str | None, elbo_key: Array) -> ADVIResult:
     """``result`` with the end-of-fit checks' warnings (:mod:`advi.checks`) issued and
-    appended to ``warnings``; the log weights those checks drew stay cached (the same
-    draws as ``pareto_khat``)."""
+    appended to ``warnings``."""
     notes = end_of_fit_warnings(result, compiled, start_mu, fell_back,
                                 jax.random.fold_in(elbo_key, CHECK_SALT))
     if not notes:
         return result
     for note in notes:
         warn(note)
-    checked = dataclasses.replace(result, warnings=(*result.warnings, *notes))
-    if "khat_log_weights" in result.__dict__:  # functools.cached_property's value
-        checked.__dict__["khat_log_weights"] = result.__dict__["khat_log_weights"]
-    return checked
+    return dataclasses.replace(result, warnings=(*result.warnings, *notes))
 
 
 def _compile(target: Target, o: Options, opt: Any) -> CompiledADVI:

@@ -103,9 +103,15 @@ def test_gradient_fn_is_sd_times_elbo_gradient_on_a_gaussian():
     target = advi.from_log_density(lambda z: -0.5 * jnp.sum((z - 3.0) ** 2), 2)
     params = advi.MeanFieldParams(jnp.array([0.0, 3.0]), jnp.log(jnp.array([0.5, 1.0])))
     fn = checks.scaled_gradient_fn(target, advi.MEANFIELD)
-    (mean, se, n), _ = fn(params, jax.random.PRNGKey(0), target.data)
+    (mean, se, n), _, log_weights = fn(params, jax.random.PRNGKey(0), target.data)
     assert int(n) == checks.GRAD_DRAWS
     np.testing.assert_allclose(mean, [1.5, 0.0], atol=4 * float(se.max()))
+    # the draws' log p - log q: their mean is the ELBO, E_q log p = -(3^2 + 0.5^2 + 1) / 2
+    # plus q's entropy, sum_k (1 + log 2 pi) / 2 + log sd_k
+    assert log_weights.shape == (checks.GRAD_DRAWS,)
+    exact = -0.5 * (9.0 + 0.25 + 1.0) + (1 + np.log(2 * np.pi)) + np.log(0.5)
+    assert float(log_weights.mean()) == pytest.approx(exact, abs=4 * float(log_weights.std())
+                                                      / np.sqrt(checks.GRAD_DRAWS))
 
 
 def test_degenerate_weights_are_the_inf_cases_of_pareto_khat():
