@@ -50,7 +50,7 @@ import numpy as np
 from jax import Array
 
 from .diagnostics import degenerate_weights
-from .families import Family, standard_normal
+from .families import Family, computed_once, standard_normal
 
 GRAD_DRAWS = 200
 """Draws of q behind the end-of-fit gradient check."""
@@ -151,7 +151,7 @@ def scaled_gradient_fn(target: Any, family: Family) -> Callable:
         dim, dtype = params.mu.shape[-1], params.mu.dtype
         eps_key, batch_key = jax.random.split(rng_key)
         eps = standard_normal(eps_key, (GRAD_DRAWS, dim), dtype)
-        zeta = family.transform(params, eps)
+        zeta = computed_once(family.transform(params, eps))
         value_and_grad = jax.value_and_grad(lambda z, k: log_density_fn(z, k, data))
         values, grads = jax.lax.map(lambda d: value_and_grad(*d),
                                     (zeta, jax.random.split(batch_key, GRAD_DRAWS)),

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from .families import FULLRANK, Family, FullRankParams, standard_normal
+from .families import FULLRANK, Family, FullRankParams, computed_once, standard_normal
 
 REDRAW_FACTOR = 10
 
@@ -153,7 +153,7 @@ def elbo_grad(
     value_and_grad = _per_draw(log_density, with_elbo)
 
     def evaluate(eps: Array, keys: Array) -> tuple[Array, Array]:
-        return value_and_grad(family.transform(params, eps), keys)
+        return value_and_grad(computed_once(family.transform(params, eps)), keys)
 
     draws = _finite_draws(
         evaluate, rng_key, (grad_samples, dim), REDRAW_FACTOR * grad_samples if redraw else 0,
@@ -207,7 +207,7 @@ def whitened_elbo_grad(
     value_and_grad = _per_draw(log_density, with_elbo)
 
     def evaluate(eps: Array, keys: Array) -> tuple[Array, Array]:
-        return value_and_grad(params.mu + eps @ L.T, keys)
+        return value_and_grad(computed_once(params.mu + eps @ L.T), keys)
 
     draws = _finite_draws(
         evaluate, rng_key, (grad_samples, dim), REDRAW_FACTOR * grad_samples if redraw else 0,
@@ -265,7 +265,7 @@ def elbo_estimate(
         return jax.lax.map(lambda draw: log_density(*draw), (zeta, keys), batch_size=batch_size)
 
     def evaluate(eps: Array, keys: Array) -> tuple[Array, Array]:
-        value = values(family.transform(params, eps), keys)
+        value = values(computed_once(family.transform(params, eps)), keys)
         return value, jnp.zeros(eps.shape[:1] + (0,), value.dtype)  # no gradient needed
 
     draws = _finite_draws(evaluate, rng_key, (elbo_samples, dim), elbo_samples, params.mu.dtype,

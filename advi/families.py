@@ -48,6 +48,25 @@ def standard_normal(rng_key: Array, shape: tuple[int, ...], dtype: Any = float) 
     return jax.random.normal(rng_key, (math.prod(shape),), dtype).reshape(shape)
 
 
+def computed_once(zeta: Array) -> Array:
+    """``zeta`` (draws of q, any shape) computed once before the log density reads it:
+    ``jax.lax.optimization_barrier``, which stops XLA from fusing the draws' computation
+    (the normal generator's bits and inverse error function, the transform) into the
+    log density's own loops. Fused, the draws are recomputed for every element those loops
+    produce: a hierarchical model's gather of group effects for each observation recomputes
+    them once per observation, a gradient several times its cost at a fixed point
+    (measurements: benchmarks/README.md, "Measurements behind the library's defaults").
+    The values are unchanged; the barrier is differentiable (the identity).
+
+    Args:
+        zeta: an array, e.g. (M, K) draws.
+
+    Returns:
+        the same array.
+    """
+    return jax.lax.optimization_barrier(zeta)
+
+
 class MeanFieldParams(NamedTuple):
     """Mean-field Gaussian parameters.
 

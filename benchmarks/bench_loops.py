@@ -10,15 +10,19 @@ are printed per step, with the ratio to the plain loop:
 - ``fori``: ``jax.lax.fori_loop`` over a trip count known when compiling;
 - ``while``: ``jax.lax.while_loop`` to a count given at run time (``advi.fit``'s chunk);
 - ``blocks``: blocks of 10 known trips inside a ``while_loop`` to the run-time count;
-- each again with every gradient inside a ``while_loop`` that redraws a non-finite draw
-  (the shape of ``advi.elbo``'s redraw loop: its condition is tested before the first
-  trip and after it).
+- each again with the draw computed once before the log density reads it
+  (``advi.families.computed_once``, as the library's steps do: without it XLA can fuse the
+  draw's computation into the log density's loops and recompute it there, once per
+  observation of a hierarchical model's gather), and with every gradient inside a
+  ``while_loop`` that redraws a non-finite draw (the shape of ``advi.elbo``'s redraw
+  loop: its condition is tested before the first trip and after it).
 
 On a GPU, XLA tests a ``while_loop``'s condition on the host on every trip unless it knows
 the trip count, so each such test costs a round trip; a CPU runs every shape alike.
 
     python benchmarks/bench_loops.py                           # E3 at paper size
     python benchmarks/bench_loops.py --experiment linreg_ard --scale smoke
+    python benchmarks/bench_loops.py --experiment election88     # E2: draws fused or not
 
 benchmarks/README.md ("On a GPU, the third time") records what it printed on an H200.
 """
@@ -51,12 +55,19 @@ def make_steps(log_density: Callable[[Any, Any], Any], dim: int
     import jax
     import jax.numpy as jnp
 
+    from advi.families import computed_once
+
     grad = jax.grad(log_density)
 
-    def gradient(mu: Any, omega: Any, key: Any, data: Any) -> tuple[Any, Any]:
+    def gradient(mu: Any, omega: Any, key: Any, data: Any, once: bool = False
+                 ) -> tuple[Any, Any]:
         eps = jax.random.normal(key, (dim,), mu.dtype)
-        g = grad(mu + jnp.exp(omega) * eps, data)
+        zeta = mu + jnp.exp(omega) * eps
+        g = grad(computed_once(zeta) if once else zeta, data)
         return g, g * eps * jnp.exp(omega) + 1.0
+
+    def once(mu: Any, omega: Any, key: Any, data: Any) -> tuple[Any, Any]:
+        return gradient(mu, omega, key, data, once=True)
 
     def redrawing(mu: Any, omega: Any, key: Any, data: Any) -> tuple[Any, Any]:
         def body(c: tuple) -> tuple:
@@ -70,7 +81,7 @@ def make_steps(log_density: Callable[[Any, Any], Any], dim: int
         out = jax.lax.while_loop(lambda c: c[3] & (c[4] < MAX_REDRAWS), body, start)
         return out[1], out[2]
 
-    return {"plain": gradient, "redraw": redrawing}
+    return {"plain": gradient, "computed once": once, "redraw": redrawing}
 
 
 def loops(gradient: Callable[..., Any], known_steps: int) -> dict[str, Callable[..., Any]]:
