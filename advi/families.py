@@ -48,7 +48,7 @@ def standard_normal(rng_key: Array, shape: tuple[int, ...], dtype: Any = float) 
     return jax.random.normal(rng_key, (math.prod(shape),), dtype).reshape(shape)
 
 
-def computed_once(zeta: Array) -> Array:
+def computed_once(zeta: Array | np.ndarray) -> Array:
     """``zeta`` (draws of q, any shape) computed once before the log density reads it:
     ``jax.lax.optimization_barrier``, which stops XLA from fusing the draws' computation
     (the normal generator's bits and inverse error function, the transform) into the
