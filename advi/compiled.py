@@ -10,25 +10,23 @@ fit. :meth:`CompiledADVI.setup` (the initial q and the Laplace start) then runs 
   fresh state there;
 - with the Laplace start, the log density's value and gradient and its Hessian
   (:func:`advi.laplace.log_density_functions`), which the host-side L-BFGS calls;
-- ``chunk(state, eta, key, salt, num_steps, data)``: any number of iterations at any eta
-  (both run-time arguments), so the eta search, the main loop and restarts share one
-  compilation; iteration k draws from ``fold_in(fold_in(key, salt), k)``, so results do not
-  depend on how the run is cut into chunks. Its steps compute the log density's gradient
-  only (``with_elbo=False``, :mod:`advi.elbo`) and redraw nothing until a draw's gradient
-  is not finite (:meth:`CompiledADVI.run`). With ``moments=True`` it also returns the
-  per-chunk moments of the iterates that :mod:`advi.stationarity` needs, and the ELBO at
-  their average from :data:`TRACE_ELBO_SAMPLES` draws that are the same for every chunk;
+- ``chunk(state, eta, key, salt, num_steps, data)``: any number of iterations at any eta,
+  so the eta search, the main loop and restarts share one compilation; iteration k draws
+  from ``fold_in(fold_in(key, salt), k)``, whatever the chunks. Its steps compute the
+  gradient only and redraw nothing until a draw's gradient is not finite
+  (:meth:`CompiledADVI.run`). With ``moments=True`` it also returns the chunk's moments of
+  the iterates (:mod:`advi.stationarity`) and the ELBO at their average from
+  :data:`TRACE_ELBO_SAMPLES` draws that are the same for every chunk;
 - ``elbo(params, key, salt, data)``: Stan's ``elbo_samples``-draw ELBO and log weights;
   with the stationarity stop (the robust preset), whose loop needs no ELBO, it is compiled
   on first use only (Pareto k-hat's log weights, when asked for), not with the others.
 
-The target's log density is wrapped in ``jax.jit`` first, so the model is traced once and
-that trace serves the chunk, the Laplace start's gradient and its Hessian. The model's
-arrays travel as an argument (``Target.data``), never as constants. Compiled
-functions are kept in a small in-process cache under the target's ``cache_key``, the
-options and the default float type, so a second fit of the same model on data of the same
-shapes compiles nothing; across processes JAX's persistent compilation cache
-(:func:`advi.enable_compilation_cache`) serves the same purpose.
+The log density is wrapped in ``jax.jit`` first (the model is traced once for all of
+them); the model's arrays travel as an argument (``Target.data``), never as constants.
+Compiled functions are kept in a small in-process cache under the target's ``cache_key``,
+the options and the default float type (a second fit of the same model on data of the same
+shapes compiles nothing); across processes, JAX's persistent compilation cache
+(:func:`advi.enable_compilation_cache`).
 """
 
 from __future__ import annotations
@@ -60,12 +58,11 @@ logger = logging.getLogger("advi")
 
 TRACE_ELBO_SAMPLES = 5
 """Draws of the log density checked at the end of every chunk (:meth:`CompiledADVI.run`),
-which are also those of the robust loop's ELBO estimate (:class:`ChunkMoments`): the same
-draws for every chunk of a fit (common random numbers), so that the difference between two
-chunks' estimates is the change of q, not the draws' noise (:func:`advi.stationarity.
-elbo_gain` compares them). At 5 per chunk of ``eval_elbo`` = 50 iterations they cost a
-tenth of a log density per iteration, where an ELBO from each step's own draws cost one
-(measurements: benchmarks/README.md, "Measurements behind the library's defaults")."""
+also those of the robust loop's ELBO (:class:`ChunkMoments`): the same draws for every
+chunk (common random numbers), so two chunks' estimates differ by the change of q, not the
+draws' noise (:func:`advi.stationarity.elbo_gain`). At 5 per chunk of 50 iterations, a
+tenth of a log density per iteration (benchmarks/README.md, "Measurements behind the
+library's defaults")."""
 
 TRACE_SALT = 0xFFFFFFFF
 """Folded into the run's key for the chunk-end ELBO's draws (the steps' salts are small)."""
@@ -276,12 +273,10 @@ def _chunk_fn(target: Target, o: CompileSpec, optimizer: Any, with_elbo: bool,
 
 
 class CompiledADVI:
-    """The compiled setup, chunk and ELBO functions of one target and :class:`CompileSpec`.
-
-    Constructing one compiles them (:func:`_compile_all`, on the caller's thread and in its
-    JAX context), or takes them from the in-process cache (``cache_hit``). The start
-    (:meth:`setup`) runs on the host with compiled functions and NumPy arrays only: it
-    traces and dispatches nothing.
+    """The compiled setup, chunk and ELBO functions of one target and :class:`CompileSpec`,
+    compiled on construction (:func:`_compile_all`, in the caller's JAX context) or taken
+    from the in-process cache (``cache_hit``). The start (:meth:`setup`) runs on the host
+    with compiled functions and NumPy arrays only: it traces and dispatches nothing.
 
     Raises:
         whatever tracing the model raises, on construction.
@@ -337,22 +332,16 @@ class CompiledADVI:
         """``num_steps`` iterations at step-size scale ``eta`` (blocks until done); returns
         the state, or ``(state, ChunkMoments)`` when compiled with moments.
 
-        The steps compute the log density's gradient only, and at first redraw nothing:
-        a step has no loop inside, which a GPU runs at about half the time of a step with
-        the redraw loop (whose condition it tests on the host). Where a draw's gradient is
-        not finite (the chunk ends failed), the chunk is run again from ``state`` with
-        steps that redraw non-finite draws (up to ``10 * M`` each, as Stan), the same draws
-        otherwise, so that the result is the same as if they had redrawn from the start;
-        all later chunks of this fit redraw too, except after a ``trial``. At the end of
-        the chunk the log density's values at :data:`TRACE_ELBO_SAMPLES` draws from q (the
-        final q; with moments, q at the chunk's average) are checked. Where one is not
-        finite (a model with regions of -inf or NaN log density whose gradient is finite,
-        which Stan would reject), the chunk is run again from ``state`` with steps that
-        also redraw draws whose value is not finite (the same draws), and so are all later
-        chunks of this fit (``values_checked``; their function is compiled then). A
-        ``trial`` (a run of Stan's eta search) switches nothing: a trial eta that sends q
-        where the log density overflows is judged, and rejected, by its ELBO, as Stan's
-        search does."""
+        The steps compute the gradient only and redraw nothing (no loop inside a step,
+        which a GPU runs about twice as fast). A chunk in which a draw's gradient is not
+        finite is run again from ``state`` with steps that redraw such draws (up to
+        ``10 * M``, as Stan), the same draws otherwise, and later chunks redraw too. A chunk
+        at whose end the log density is not finite at one of :data:`TRACE_ELBO_SAMPLES`
+        draws from q (the final q, or q at the chunk's average) is run again with steps
+        that also redraw non-finite values (``values_checked``), as are later chunks;
+        these functions are compiled on first need (:attr:`lazy_compile_s`). A ``trial``
+        (Stan's eta search) switches nothing: a trial eta that sends q where the log
+        density overflows is rejected by its ELBO, as Stan's search does."""
         args = (state, np.asarray(eta, self.dtype), key, np.asarray(salt, np.int32),
                 np.asarray(num_steps, np.int32), self.target.data)
         done, level = self._done, self.level
@@ -376,6 +365,18 @@ class CompiledADVI:
     def values_checked(self) -> bool:
         """Whether this fit's steps check the log density's values (:meth:`run`)."""
         return self.level == VALUES_CHECKED
+
+    def use_clock(self, clock: Callable[[], float]) -> None:
+        """Time the functions compiled on first need (the chunks that redraw or check
+        values, the robust preset's ELBO) on ``clock``, the fit's."""
+        for lazy in (self._done.redraw_chunk, self._done.checked_chunk, self._done.elbo):
+            lazy.clock = clock
+
+    @property
+    def lazy_compile_s(self) -> float:
+        """Seconds those compilations took on that clock (0 for those not compiled)."""
+        done = self._done
+        return done.redraw_chunk.seconds + done.checked_chunk.seconds + done.elbo.seconds
 
     def gradient_check(self, params: Any, rng_key: Array) -> Any:
         """:func:`advi.checks.scaled_gradient_fn`'s moments and log weights at ``params``

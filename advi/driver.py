@@ -12,7 +12,9 @@ Both presets run :func:`drive`; they differ in two parts only:
   smaller eta (Stan's grid; eta / 10), or None to stop with :class:`advi.ADVIError`.
 
 Seconds come from ``clock`` (``time.perf_counter`` unless a test injects a fake one):
-each chunk and the rule's look at it are counted, the checkpoint hook is not.
+each chunk and the rule's look at it are counted; the checkpoint hook is not, nor is a
+function compiled on first need during a chunk (the runner's ``lazy_compile_s``, on the
+same clock: :meth:`advi.compiled.CompiledADVI.use_clock`).
 """
 
 from __future__ import annotations
@@ -188,13 +190,13 @@ def drive(
     """
     rec, last_hook, reason, converged = _Record(eta, wall_s), -1, "max_iter", False
     while (it := int(state.iteration)) < max_iter:
-        tick, previous = clock(), it
+        tick, previous, compiled_s = clock(), it, runner.lazy_compile_s
         out = runner.run(state, rec.eta, run_key, len(rec.restarts),
                          min(chunk_len - it % chunk_len, max_iter - it))
         new_state, moments = out if rule.moments else (out, None)
         verdict = (Verdict(failure="non-finite gradients beyond 10*grad_samples redraws")
                    if bool(new_state.failed) else rule.observe(new_state, moments))
-        rec.wall_s += clock() - tick
+        rec.wall_s += clock() - tick - (runner.lazy_compile_s - compiled_s)
         if verdict.failure is not None:
             state = _restart(runner, rule, policy, rec, state, verdict.failure, make_result)
             continue

@@ -243,15 +243,18 @@ def _finish(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock
     """The eta search (where eta is None), the main loop and the end-of-fit checks."""
     compiled, state0, start_info = begun.compiled, begun.state0, begun.start_info
     adapt_key, run_key, elbo_key = begun.keys
-    start = clock()
+    compiled.use_clock(clock)  # what compiles on first need is compile_s, not wall_s
+    start, compiled_s = clock(), compiled.lazy_compile_s
     eta_adapted = o.eta is None
     eta = _adapt_eta(compiled, state0, adapt_key, o.adapt_iter) if o.eta is None else o.eta
-    adapt_s = begun.start_s + clock() - start
+    adapt_s = begun.start_s + clock() - start - (compiled.lazy_compile_s - compiled_s)
     result = _run(compiled, state0, float(eta), o, run_key=run_key, elbo_key=elbo_key,
                   burn_in=not start_info.scaled, checkpoint=checkpoint, clock=clock,
                   wall_s=adapt_s, progress=progress, result_fields=dict(
                       compile_s=begun.compile_s, adapt_s=adapt_s, eta_adapted=eta_adapted,
                       start=_start_name(o, start_info, begun.promoted)))
+    result = dataclasses.replace(
+        result, compile_s=result.compile_s + compiled.lazy_compile_s - compiled_s)
     if o.family == "fullrank":
         result = checked_fullrank(result, state0.params if start_info.laplace else None)
     fell_back = (result.start if o.start == "laplace" and not bool(start_info.laplace)

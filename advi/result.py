@@ -162,7 +162,8 @@ class ADVIResult:
             the eta search (part of ``wall_s``).
         compile_s: seconds spent tracing and compiling the fit's functions (0 to a few
             hundredths after a hit of the in-process cache), not part of ``wall_s``; the
-            start runs after it.
+            start runs after it. Functions compiled on first need during the fit (the
+            chunk that redraws non-finite draws) count here, not in ``wall_s``.
         khat_weights_fn: ``() -> (khat_samples,) float`` drawing the log weights of
             :attr:`khat_log_weights`, or None (minibatch fits, whose log p is a minibatch
             estimate, or ``khat_samples=0``).

@@ -22,11 +22,15 @@ class _Runner:
 
     family, target, optimizer = advi.MEANFIELD, None, optax.identity()
 
-    def __init__(self, clock):
-        self.clock, self.calls = clock, []
+    def __init__(self, clock, compile_at=None):
+        self.clock, self.calls, self.compile_at = clock, [], compile_at
+        self.lazy_compile_s = 0.0
 
     def run(self, state, eta, key, salt, num_steps):
         self.clock.now += 1.0
+        if int(state.iteration) == self.compile_at and not self.lazy_compile_s:
+            self.clock.now += 7.0  # a function compiled on first need, 7 s of the clock
+            self.lazy_compile_s += 7.0
         self.calls.append((int(state.iteration), eta, salt, num_steps))
         if eta > 1.0:
             return state._replace(failed=jnp.ones((), bool))
@@ -93,6 +97,16 @@ def test_failed_chunks_restart_by_the_policy_and_the_rule_stops_the_run():
     # log-spaced before the grid (10 = one chunk), the grid, then convergence; none twice
     assert hooks == [(10, 3.0), (20, 4.0), (30, 5.0)]
     assert float(out.params.mu[0]) == 30.0 and out.history.max_rhat is None
+
+
+def test_a_compilation_during_a_chunk_is_off_the_clock():
+    """A function compiled on first need in the second chunk (as the chunk that redraws):
+    its 7 s are not the fit's seconds, in the history or at the checkpoints."""
+    clock, hooks = _Clock(), []
+    out, _ = _drive(1.0, _Rule(stop_at=30), HALVING, clock, _Runner(clock, compile_at=10),
+                    checkpoint=lambda info: hooks.append(info.wall_s), checkpoint_every=10)
+    assert list(out.history.wall_s) == [1.0, 2.0, 3.0] and hooks == [1.0, 2.0, 3.0]
+    assert out.wall_s == 3.0 and clock.now == 10.0
 
 
 def test_no_smaller_eta_is_an_error_holding_the_fallback_and_the_history():
