@@ -361,11 +361,6 @@ class CompiledADVI:
         out, _ = done.checked_chunk(*args)
         return jax.block_until_ready(out)
 
-    @property
-    def values_checked(self) -> bool:
-        """Whether this fit's steps check the log density's values (:meth:`run`)."""
-        return self.level == VALUES_CHECKED
-
     def use_clock(self, clock: Callable[[], float]) -> None:
         """Time the functions compiled on first need (the chunks that redraw or check
         values, the robust preset's ELBO) on ``clock``, the fit's."""
@@ -390,7 +385,7 @@ class CompiledADVI:
         Where a draw's log density was not finite, later chunks check every draw's value
         (as :meth:`run`; not after a ``trial``)."""
         est = self._done.elbo(params, key, np.asarray(salt, np.int32), self.target.data)
-        if int(est.redraws) and not (self.values_checked or trial):
+        if int(est.redraws) and not (self.level == VALUES_CHECKED or trial):
             self.level = VALUES_CHECKED
             logger.info("non-finite log density at the ELBO's draws; from now on every "
                         "draw's value is checked")

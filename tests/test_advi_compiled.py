@@ -15,6 +15,7 @@ from advi.compiled import (
     NO_REDRAWS,
     REDRAWS,
     TRACE_ELBO_SAMPLES,
+    VALUES_CHECKED,
     CompiledADVI,
     CompileSpec,
 )
@@ -64,7 +65,7 @@ def test_steps_check_values_only_once_a_non_finite_log_density_was_met():
             keys, state, _ = compiled.setup(KEY, 0)
             out = compiled.run(state, 0.01, keys[1], 0, 50)
             state = out[0] if preset == "robust" else out
-            assert compiled.values_checked is met
+            assert (compiled.level == VALUES_CHECKED) is met
             assert (int(state.redraws) > 5) is met
 
 
