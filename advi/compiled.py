@@ -338,7 +338,7 @@ class CompiledADVI:
         ``10 * M``, as Stan), the same draws otherwise, and later chunks redraw too. A chunk
         at whose end the log density is not finite at one of :data:`TRACE_ELBO_SAMPLES`
         draws from q (the final q, or q at the chunk's average) is run again with steps
-        that also redraw non-finite values (``values_checked``), as are later chunks;
+        that also redraw non-finite values (level ``VALUES_CHECKED``), as are later chunks;
         these functions are compiled on first need (:attr:`lazy_compile_s`). A ``trial``
         (Stan's eta search) switches nothing: a trial eta that sends q where the log
         density overflows is rejected by its ELBO, as Stan's search does."""
