@@ -202,7 +202,8 @@ def common_scale(fns: LogDensityFunctions, mode: np.ndarray, data: Any, dtype: A
 
 
 def _host(fn: Callable, data: Any, dtype: Any) -> Callable[[np.ndarray], Any]:
-    return lambda zeta: fn(_cast(zeta, dtype), data)
+    """``fn(zeta, data)`` for a host search, its outputs fetched in one wait (device_get)."""
+    return lambda zeta: jax.device_get(fn(_cast(zeta, dtype), data))
 
 
 def _cast(x: Any, dtype: Any) -> np.ndarray:

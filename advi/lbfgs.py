@@ -1,4 +1,4 @@
-"""The Laplace start's L-BFGS searches: on the host (SciPy) and compiled (optax).
+"""The Laplace start's L-BFGS searches: on the host (SciPy) and compiled (JAX).
 
 :func:`find_mode` runs SciPy's L-BFGS-B (Byrd, Lu, Nocedal & Zhu 1995) on the host in
 float64, calling the compiled log density and gradient; the Laplace start uses it up to
@@ -8,8 +8,8 @@ whole fit and float32 iterates cannot meet the exact-mode test of a formed Hessi
 :func:`mode_search` is the search above that size, where the start spends its time in
 L-BFGS (1,500 to 1,800 steps on E3, K = 25,250; 3,300 to 4,000 on E4): there SciPy's own
 work and the host round trips cost 30% of each step, while compiled (Liu & Nocedal 1989,
-the two-loop recursion of ``optax.scale_by_lbfgs``, inside one ``jax.lax.while_loop``) the
-step is the evaluation alone. Its line search uses gradients only: a step is accepted
+inside one ``jax.lax.while_loop``, the direction by :mod:`advi.lbfgs_compact`) the step is
+mostly the evaluation. Its line search uses gradients only: a step is accepted
 where the directional derivative phi'(alpha) = grad f(u + alpha d) . d of f = -log p meets
 Hager & Zhang's (2005, SIAM J. Optim. 16(1)) approximate Wolfe conditions,
 
@@ -36,9 +36,10 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import scipy.optimize
 from jax import Array
+
+from .lbfgs_compact import scale_by_compact_lbfgs
 
 LBFGS_MEMORY = 10
 """Correction pairs kept by the compiled L-BFGS (SciPy's L-BFGS-B default ``maxcor``)."""
@@ -141,7 +142,7 @@ def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
                    | (c.steps % GAIN_WINDOW == 0) | (c.steps >= max_steps))
             return jax.lax.cond(due, check, lambda c, _: c, c, ~found)
 
-        optimizer = optax.scale_by_lbfgs(memory_size=LBFGS_MEMORY)
+        optimizer = scale_by_compact_lbfgs(LBFGS_MEMORY)
         u0 = jnp.zeros_like(base)
         value, grad_u = jax.value_and_grad(negative)(u0)
         finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad_u))
@@ -158,7 +159,7 @@ def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
 
 class _Carry(NamedTuple):
     """The compiled search's loop state: the current point and its gradient of -log p in
-    u, optax's L-BFGS memory, the best point evaluated, log p at the last window's end,
+    u, the L-BFGS memory, the best point evaluated, log p at the last window's end,
     iterations, whether to stop."""
 
     u: Array

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+import jax
 import numpy as np
 
 from .families import Family
@@ -118,7 +119,7 @@ def _extra_modes(fns: LogDensityFunctions, start: LaplaceStart, family: Family, 
              else np.diag(sd))
 
     def value_and_grad(zeta: np.ndarray) -> Any:
-        return fns.value_and_grad(np.asarray(zeta, dtype), data)
+        return jax.device_get(fns.value_and_grad(np.asarray(zeta, dtype), data))
 
     floor = float(value_and_grad(here)[0]) - MULTIMODAL_NATS
     for _ in range(extra_starts):

@@ -20,6 +20,11 @@ are printed per step, with the ratio to the plain loop:
 On a GPU, XLA tests a ``while_loop``'s condition on the host on every trip unless it knows
 the trip count, so each such test costs a round trip; a CPU runs every shape alike.
 
+A second table times the compiled Laplace start's step without its line search, in a
+``fori`` loop: the gradient of log p alone, then with L-BFGS's direction (memory
+``advi.lbfgs.LBFGS_MEMORY``) by ``optax.scale_by_lbfgs``'s two-loop recursion and by
+``advi.lbfgs_compact`` (what ``advi.lbfgs.mode_search`` uses).
+
     python benchmarks/bench_loops.py                           # E3 at paper size
     python benchmarks/bench_loops.py --experiment linreg_ard --scale smoke
     python benchmarks/bench_loops.py --experiment election88     # E2: draws fused or not
@@ -118,6 +123,40 @@ def loops(gradient: Callable[..., Any], known_steps: int) -> dict[str, Callable[
     return {"fori": fori, "while": while_, "blocks": blocks}
 
 
+def direction_loops(log_density: Callable[[Any, Any], Any], known_steps: int
+                    ) -> dict[str, Callable[..., Any]]:
+    """The second table's loops, by name: each ``((u,), key, num_steps, data) -> (u,)``
+    runs ``known_steps`` clipped steps along the gradient of -log p at u (K,), or along
+    L-BFGS's direction from it (``key`` and ``num_steps`` unused)."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from advi.lbfgs import LBFGS_MEMORY
+    from advi.lbfgs_compact import scale_by_compact_lbfgs
+
+    grad = jax.grad(lambda u, data: -log_density(u, data))
+
+    def loop(transform: Any) -> Callable[..., Any]:
+        def run(state: tuple, key: Any, n: Any, data: Any) -> tuple:
+            def step(i: Any, c: tuple) -> tuple:
+                u, memory = c
+                g = grad(u, data)
+                d, memory = (g, memory) if transform is None else transform.update(
+                    g, memory, u)
+                return u - STEP * jnp.clip(d, -CLIP, CLIP), memory
+
+            u = state[0]
+            memory = None if transform is None else transform.init(u)
+            return (jax.lax.fori_loop(0, known_steps, step, (u, memory))[0],)
+
+        return run
+
+    return {"gradient": loop(None),
+            "gradient + optax two-loop": loop(optax.scale_by_lbfgs(LBFGS_MEMORY)),
+            "gradient + compact form": loop(scale_by_compact_lbfgs(LBFGS_MEMORY))}
+
+
 def time_loop(loop: Callable[..., Any], state: tuple, num_steps: int, data: Any,
               repeats: int, clock: Callable[[], float] = time.perf_counter
               ) -> tuple[float, bool]:
@@ -177,6 +216,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             note = "" if finite else " (the state went non-finite)"
             print(f"| {shape} | {kind} | {1e3 * seconds:.4f}{note} | {seconds / base:.2f} |",
                   flush=True)
+    print("\n| L-BFGS step, no line search | ms per step | x gradient |\n| --- | ---: | ---: |")
+    base = None
+    for kind, loop in direction_loops(target.full_log_density_fn, args.steps).items():
+        seconds, _ = time_loop(loop, (jnp.zeros(target.dim),), args.steps, target.data,
+                               args.repeats)
+        base = seconds if base is None else base
+        print(f"| {kind} | {1e3 * seconds:.4f} | {seconds / base:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

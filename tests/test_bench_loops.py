@@ -33,6 +33,17 @@ def test_every_loop_shape_runs_the_same_steps():
         assert not np.allclose(np.asarray(finals[0][0]), 0.0, rtol=0, atol=1e-7)  # moved
 
 
+def test_both_lbfgs_directions_take_the_same_steps_and_differ_from_the_gradient():
+    data = jnp.asarray([1.0, -2.0, 3.0]) * 1e6  # far from the mode: the steps move u
+    state = (jnp.zeros(3),)
+    finals = {name: np.asarray(loop(state, None, None, data)[0])
+              for name, loop in loops_script.direction_loops(_log_density, 20).items()}
+    np.testing.assert_allclose(finals["gradient + compact form"],
+                               finals["gradient + optax two-loop"], rtol=1e-5)
+    assert not np.allclose(finals["gradient + compact form"], finals["gradient"], rtol=1e-3)
+    assert not np.allclose(finals["gradient"], 0.0)
+
+
 def test_a_loop_is_timed_per_step_by_the_given_clock():
     ticks = itertools.count(0.0, 2.0)  # every reading 2 s after the last
     loop = loops_script.loops(loops_script.make_steps(_log_density, 2)["plain"], 10)["fori"]
