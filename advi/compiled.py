@@ -336,17 +336,19 @@ class CompiledADVI:
         which a GPU runs about twice as fast). A chunk in which a draw's gradient is not
         finite is run again from ``state`` with steps that redraw such draws (up to
         ``10 * M``, as Stan), the same draws otherwise, and later chunks redraw too. A chunk
-        at whose end the log density is not finite at one of :data:`TRACE_ELBO_SAMPLES`
-        draws from q (the final q, or q at the chunk's average) is run again with steps
-        that also redraw non-finite values (level ``VALUES_CHECKED``), as are later chunks;
-        these functions are compiled on first need (:attr:`lazy_compile_s`). A ``trial``
+        at whose end log p is not finite at one of :data:`TRACE_ELBO_SAMPLES` draws from q
+        (the final q, or q at the chunk's average) is run again with steps that also redraw
+        non-finite values (``VALUES_CHECKED``), as are later chunks; these functions are
+        compiled on first need (:attr:`lazy_compile_s`). A ``trial``
         (Stan's eta search) switches nothing: a trial eta that sends q where the log
         density overflows is rejected by its ELBO, as Stan's search does."""
         args = (state, np.asarray(eta, self.dtype), key, np.asarray(salt, np.int32),
                 np.asarray(num_steps, np.int32), self.target.data)
         done, level = self._done, self.level
         out, finite = (done.chunk, done.redraw_chunk, done.checked_chunk)[level](*args)
-        if level == NO_REDRAWS and bool((out[0] if self.options.moments else out).failed):
+        failed, finite = jax.device_get(((out[0] if self.options.moments else out).failed,
+                                         finite))  # one wait for the device
+        if level == NO_REDRAWS and bool(failed):
             level = REDRAWS
             if not trial:
                 self.level = level

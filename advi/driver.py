@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
+import jax
 import numpy as np
 
 from .progress import Progress
@@ -189,18 +190,23 @@ def drive(
             ``result`` holds the state restarts would have started from and the history.
     """
     rec, last_hook, reason, converged = _Record(eta, wall_s), -1, "max_iter", False
-    while (it := int(state.iteration)) < max_iter:
+    it = int(state.iteration)
+    while it < max_iter:
         tick, previous, compiled_s = clock(), it, runner.lazy_compile_s
         out = runner.run(state, rec.eta, run_key, len(rec.restarts),
                          min(chunk_len - it % chunk_len, max_iter - it))
         new_state, moments = out if rule.moments else (out, None)
+        # what the host reads of the chunk, fetched in one wait for the device
+        failed, iteration, moments = jax.device_get((new_state.failed, new_state.iteration,
+                                                     moments))
         verdict = (Verdict(failure="non-finite gradients beyond 10*grad_samples redraws")
-                   if bool(new_state.failed) else rule.observe(new_state, moments))
+                   if bool(failed) else rule.observe(new_state, moments))
         rec.wall_s += clock() - tick - (runner.lazy_compile_s - compiled_s)
         if verdict.failure is not None:
             state = _restart(runner, rule, policy, rec, state, verdict.failure, make_result)
+            it = int(state.iteration)
             continue
-        state, it = new_state, int(new_state.iteration)
+        state, it = new_state, int(iteration)
         if verdict.note is not None:
             rec.note(verdict.note)
         if verdict.row is not None:
@@ -224,8 +230,8 @@ def drive(
     if reason == "max_iter":
         rec.note(rule.max_iter_note)
     params = rule.estimate(state)
-    if checkpoint is not None and last_hook != int(state.iteration):
-        checkpoint(CheckpointInfo(int(state.iteration), rec.wall_s, rec.elbo(),
+    if checkpoint is not None and last_hook != it:
+        checkpoint(CheckpointInfo(it, rec.wall_s, rec.elbo(),
                                   Approximation(runner.family, params, runner.target)))
     return make_result(rec.outcome(rule, params, state, converged, reason), True)
 
