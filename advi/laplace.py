@@ -31,16 +31,16 @@ group effect and the log scale jointly), no later stage runs and the start is re
 
 The Hessian is formed exactly (reverse-over-reverse autodiff) for K <= ``hessian_max_dim``.
 Above that the second stage is whitened by one common scale and stops when every gradient
-coordinate times that scale is below MODE_SD_TOL / 10 (the first stage's relative test
-alone stops L-BFGS far short of the mode in 10,000 dimensions), or when it stalls, log p
-rising by less than :data:`GAIN_RTOL` of itself over :data:`advi.lbfgs.GAIN_WINDOW`
-iterations (on a factorisation L-BFGS moves the means along ridges where ADVI's diagonal
-steps crawl: :data:`SEARCH_MAX_STEPS`); every coordinate of q starts at that scale,
-1 / sqrt(median_k d_k), where d is Hutchinson's (1990) estimate of the diagonal of -H from
-:data:`CURVATURE_PROBES` Rademacher probes, d = mean_p v_p * (-H v_p) (Hessian-vector
-products, forward over reverse; Bekas, Kokiopoulou & Saad 2007): each d_k alone is too
-noisy (a factorisation's off-diagonal curvature swamps it), their median places q's scales
-at the posterior's typical one (1 where it is not positive and finite).
+coordinate times that scale is below MODE_SD_TOL / 10 (the first stage's relative test alone
+stops L-BFGS far short of the mode in 10,000 dimensions), or when it stalls after
+:data:`STALL_AFTER_STEPS`, log p rising by less than :data:`GAIN_RTOL` of itself over
+:data:`advi.lbfgs.GAIN_WINDOW` iterations (on a factorisation L-BFGS moves the means along
+ridges where ADVI's diagonal steps crawl: :data:`SEARCH_MAX_STEPS`); every coordinate of q
+starts at that scale, 1 / sqrt(median_k d_k), where d is Hutchinson's (1990) estimate of the
+diagonal of -H from :data:`CURVATURE_PROBES` Rademacher probes, d = mean_p v_p * (-H v_p)
+(Hessian-vector products, forward over reverse; Bekas, Kokiopoulou & Saad 2007): each d_k
+alone is too noisy (a factorisation's off-diagonal curvature swamps it), their median places
+q's scales at the posterior's typical one (1 where it is not positive and finite).
 
 The start is refused (``ok`` False; the caller falls back to its usual start) when -H is
 not positive definite, or when the Newton step (-H)^-1 grad is larger than
@@ -91,6 +91,12 @@ GAIN_RTOL = 5e-4
 over the last :data:`advi.lbfgs.GAIN_WINDOW` iterations (log p then within about 0.5% of
 the mode's on E3-E5): a late stall costs a few hundred L-BFGS steps, an early one thousands
 of ADVI iterations (benchmarks/README.md, "Measurements behind the library's defaults")."""
+
+STALL_AFTER_STEPS = 1000
+"""A stage's stall test (:data:`GAIN_RTOL`) starts after this many iterations. A mixture's
+search crosses plateaus, gaining less than the stall rate for hundreds of steps before it
+climbs by tens of thousands of nats; stopped on one, robust ADVI stays in that far worse
+optimum (E5: 3 seeds of 8). E3's and E4's stages stall later (benchmarks/README.md)."""
 
 LAPLACE_STAGES = 2
 """L-BFGS runs, each after the first whitened by the curvature where the last ended."""
@@ -164,7 +170,8 @@ def log_density_functions(log_density: Callable[[Array, Any], Array], dim: int,
     value_and_grad = jax.jit(jax.value_and_grad(log_density))
     if dim > hessian_max_dim:
         return LogDensityFunctions(value_and_grad, None, jax.jit(_hutchinson(value_and_grad)),
-                                   jax.jit(mode_search(log_density, GRAD_RTOL, GAIN_RTOL)))
+                                   jax.jit(mode_search(log_density, GRAD_RTOL, GAIN_RTOL,
+                                                       STALL_AFTER_STEPS)))
     # reverse mode over the jitted gradient: -H = -d(grad)/d(zeta), the model traced once for
     # both functions; faster per call than forward mode over the same gradient (jax.hessian's
     # jacfwd(jacrev)): benchmarks/README.md, "Measurements behind the library's defaults"

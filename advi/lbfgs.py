@@ -92,7 +92,7 @@ class Search(NamedTuple):
 
 
 def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
-                gain_rtol: float = 0.0) -> Callable[..., Search]:
+                gain_rtol: float = 0.0, stall_after: int = 0) -> Callable[..., Search]:
     """A jittable L-BFGS search ``(base (K,), scale (), max_steps () int32, abs_tol (), data)
     -> Search`` maximising ``log_density(base + scale u, data)`` from u = 0.
 
@@ -106,7 +106,8 @@ def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
     with ``abs_tol`` = 0, ||grad|| <= ``grad_rtol`` max(1, |log p|) (the tests of
     :func:`find_mode`); or when the search has stalled: log p rose by less than
     ``gain_rtol`` |log p| over the last :data:`GAIN_WINDOW` iterations (0: never; a stall
-    does not count as the test met).
+    does not count as the test met), tested from iteration ``stall_after`` on (a count;
+    a window ending before it never stalls).
     """
 
     def search(base: Array, scale: Array, max_steps: Array, abs_tol: Array, data: Any
@@ -127,7 +128,7 @@ def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
             best = jax.tree_util.tree_map(lambda old, new: jnp.where(worse, old, new),
                                           c.best, here)._replace(failed=failed)
             window = c.steps % GAIN_WINDOW == 0
-            stalled = window & (c.steps > 0) & (best.log_p - c.mark
+            stalled = window & (c.steps >= max(stall_after, 1)) & (best.log_p - c.mark
                                                 < gain_rtol * jnp.abs(best.log_p))
             stop = (failed | worse | best.converged | stalled | (c.steps >= max_steps))
             return c._replace(best=best, mark=jnp.where(window, best.log_p, c.mark),

@@ -25,8 +25,8 @@ def _ill_conditioned(dim: int = 40):
     return log_density, (jnp.asarray(mean, jnp.float32), jnp.asarray(sd, jnp.float32)), mean, sd
 
 
-def _search(log_density, base, scale, max_steps, abs_tol, data, gain_rtol=0.0):
-    search = jax.jit(mode_search(log_density, GRAD_RTOL, gain_rtol))
+def _search(log_density, base, scale, max_steps, abs_tol, data, gain_rtol=0.0, stall_after=0):
+    search = jax.jit(mode_search(log_density, GRAD_RTOL, gain_rtol, stall_after))
     return search(jnp.asarray(base, jnp.float32), jnp.float32(scale), jnp.int32(max_steps),
                   jnp.float32(abs_tol), data)
 
@@ -82,6 +82,27 @@ def test_the_stall_test_ends_the_search_at_a_window_without_gain():
     # a search still climbing is not stopped: the same steps to the same mode
     climbing = _search(_rosenbrock, base, 1.0, 5000, 1e-2, None, gain_rtol=1e-6)
     assert int(climbing.steps) == int(free.steps) and bool(climbing.converged)
+
+
+def test_the_stall_test_starts_at_stall_after():
+    """A valley crossed at a steady 20 nats per 100 steps (Rosenbrock, K = 100; 514 steps
+    to the mode) 1e5 nats below zero, where the stall rate 5e-4 |log p| is 50: tested from
+    the first window, the stall test ends the search in the valley (at 200 steps, 59 nats
+    short); tested from 1,000 steps on, the search crosses the valley to the mode. A stall
+    after stall_after still ends the search, at the first window from then on."""
+    base = np.full(100, -1.2)
+
+    def deep(zeta, data):
+        return _rosenbrock(zeta, data) - 1e5
+
+    early = _search(deep, base, 1.0, 5000, 1e-2, None, gain_rtol=5e-4)
+    assert int(early.steps) < 500 and not bool(early.converged)
+    late = _search(deep, base, 1.0, 5000, 1e-2, None, gain_rtol=5e-4, stall_after=1000)
+    assert bool(late.converged) and int(early.steps) < int(late.steps) < 1000
+    np.testing.assert_allclose(np.asarray(late.u) + base, 1.0, atol=1e-2)
+    assert float(late.log_p) - float(early.log_p) > 20
+    stalled = _search(deep, base, 1.0, 5000, 1e-2, None, gain_rtol=1e9, stall_after=250)
+    assert int(stalled.steps) == 3 * GAIN_WINDOW and not bool(stalled.converged)
 
 
 def test_a_cap_of_zero_steps_returns_the_start():
