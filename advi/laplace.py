@@ -73,12 +73,11 @@ over all stages (a count). The mixture of Figure 1 (a Dirichlet(10,000) weight m
 stiff) needs about 400 where the Hessian is formed."""
 
 SEARCH_MAX_STEPS = 5000
-"""L-BFGS iterations allowed for the mode by the compiled search (K > ``hessian_max_dim``),
-over all stages (a count); a stage ends sooner when it stalls (:data:`GAIN_RTOL`). On the
-paper's factorisations L-BFGS climbs long after its gradient test holds, moving the means
-along ridges where ADVI's diagonal steps crawl: stopped at 1,300 steps, E4's start left
-robust ADVI 30,000 iterations short of stationary (benchmarks/README.md, "Measurements
-behind the library's defaults"). The cap bounds a search that never stalls."""
+"""L-BFGS iterations allowed by the compiled search (K > ``hessian_max_dim``) over all stages;
+a stage ends sooner when it stalls (:data:`GAIN_RTOL`). On the paper's factorisations L-BFGS
+climbs long after its gradient test holds, along ridges where ADVI's diagonal steps crawl:
+stopped at 1,300 steps, E4's start left robust ADVI 30,000 iterations short of stationary
+(benchmarks/README.md). The cap bounds a search that never stalls."""
 
 HESSIAN_MAX_DIM = 2000
 """Largest K whose Hessian is formed for the initial scales (K^2 floats, K gradients)."""
@@ -90,13 +89,13 @@ GAIN_RTOL = 5e-4
 """Above ``hessian_max_dim`` a stage also ends when log p rose by less than GAIN_RTOL |log p|
 over the last :data:`advi.lbfgs.GAIN_WINDOW` iterations (log p then within about 0.5% of
 the mode's on E3-E5): a late stall costs a few hundred L-BFGS steps, an early one thousands
-of ADVI iterations (benchmarks/README.md, "Measurements behind the library's defaults")."""
+of ADVI iterations (benchmarks/README.md)."""
 
 STALL_AFTER_STEPS = 1000
-"""A stage's stall test (:data:`GAIN_RTOL`) starts after this many iterations. A mixture's
+"""A stage's stall test (:data:`GAIN_RTOL`) starts after this many iterations: a mixture's
 search crosses plateaus, gaining less than the stall rate for hundreds of steps before it
-climbs by tens of thousands of nats; stopped on one, robust ADVI stays in that far worse
-optimum (E5: 3 seeds of 8). E3's and E4's stages stall later (benchmarks/README.md)."""
+climbs by tens of thousands of nats, and robust ADVI stays where a stall ends it (E5: 3
+seeds of 8; E3's and E4's stages stall later; benchmarks/README.md)."""
 
 LAPLACE_STAGES = 2
 """L-BFGS runs, each after the first whitened by the curvature where the last ended."""
@@ -106,11 +105,10 @@ CURVATURE_PROBES = 8
 products, each about two gradients)."""
 
 UNWHITENED_STEPS_PER_DIM = 0.5
-"""The host's first stage runs unwhitened for up to this many steps per dimension K, and
-forms the Hessian that whitens its rest only where it has not finished by then. A Hessian
-(K reverse passes over the gradient) costs about 0.3 K host steps on E1 and E2: a
-well-posed start (E1: about 40 steps at K = 501) pays for none (benchmarks/README.md,
-"Measurements behind the library's defaults")."""
+"""The host's first stage runs unwhitened for up to this many steps per dimension K, and forms
+the Hessian that whitens its rest only where it has not finished by then. A Hessian (K
+reverse passes over the gradient) costs about 0.3 K host steps on E1 and E2: a well-posed
+start (E1: about 40 steps at K = 501) pays for none (benchmarks/README.md)."""
 
 MODE_SD_TOL = 0.1
 """The mode is accepted when the Newton step |((-H)^-1 g)_k| is below this many Laplace
@@ -234,14 +232,9 @@ def _whitening(precision: np.ndarray | None, dim: int) -> tuple[np.ndarray, bool
         return np.where(np.isfinite(diag) & (diag > 0), 1 / np.sqrt(np.abs(diag)), 1.0), False
 
 
-def _times(whiten: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """C u for a whitening C given as a matrix or as its diagonal."""
-    return whiten @ u if whiten.ndim == 2 else whiten * u
-
-
-def _times_transpose(whiten: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """C^T g for a whitening C given as a matrix or as its diagonal."""
-    return whiten.T @ g if whiten.ndim == 2 else whiten * g
+def _times(whiten: np.ndarray, u: np.ndarray, transpose: bool = False) -> np.ndarray:
+    """C u (``transpose``: C^T u) for a whitening C given as a matrix or as its diagonal."""
+    return ((whiten.T if transpose else whiten) @ u) if whiten.ndim == 2 else whiten * u
 
 
 class _Staged(NamedTuple):
@@ -325,7 +318,7 @@ def _whitened(value_and_grad: Callable, base: np.ndarray, whiten: np.ndarray) ->
     def whitened(u: np.ndarray) -> Any:
         value, grad = value_and_grad(base + _times(whiten, u))
         with np.errstate(all="ignore"):  # non-finite draws end the search in find_mode
-            return value, _times_transpose(whiten, np.asarray(grad, np.float64))
+            return value, _times(whiten, np.asarray(grad, np.float64), transpose=True)
 
     return whitened
 
