@@ -75,8 +75,8 @@ def test_a_funnel_has_no_usable_mode():
 
 
 def test_above_the_hessian_limit_a_funnel_is_refused_long_before_the_cap():
-    """The compiled search climbs a funnel ever more slowly for its size: the stall test
-    ends it (a few windows), not SEARCH_MAX_STEPS, and the start is refused."""
+    """The compiled search climbs a funnel's neck until a line search finds no step (21
+    steps here, before any stall test), not SEARCH_MAX_STEPS, and the start is refused."""
     fns = advi.log_density_functions(_funnel, 10, hessian_max_dim=2)
     start = advi.laplace_start(fns, advi.MEANFIELD, jnp.ones(10), None)
     assert not start.ok and start.steps < SEARCH_MAX_STEPS // 10
