@@ -49,6 +49,7 @@ from .checks import scaled_gradient_fn
 from .elbo_batches import elbo_compiler, make_elbo
 from .families import Family
 from .laplace import CURVATURE_PROBES, LogDensityFunctions, log_density_functions
+from .loops import loop_data
 from .multistart import EXTRA_STARTS, multistart_laplace
 from .precision import log_p_spacing, start_resolution
 from .step import ADVIState, fresh_state
@@ -122,40 +123,42 @@ def _monitored(family: Family, params: Any) -> Array:
     return jnp.concatenate([params.mu, jnp.log(family.std(params))])
 
 
-def _make_chunk(alg: Algorithm, family: Family, probe: Callable, moments: bool) -> Callable:
+def _make_chunk(alg: Algorithm, family: Family, probe: Callable, moments: bool,
+                hold: bool) -> Callable:
     """The chunk of ``num_steps`` iterations: ``(state, eta, key, salt, num_steps, data) ->
     (out, values_finite)``, ``out`` the state or, with ``moments``, ``(state,
     ChunkMoments)``; ``values_finite``: the log density was finite at every one of
     ``probe``'s draws (``probe`` is ``elbo(params, key, salt, data)`` of
-    :func:`advi.elbo_batches.make_elbo`,
-    at the draws of :data:`TRACE_SALT`) from the final q or, with ``moments``, from q at the
-    chunk's average, whose ELBO they give (one evaluation serves both). The loop ends at a
-    refused step (``failed``); a ``jax.lax.cond`` per step was slower (benchmarks/README.md)."""
+    :func:`advi.elbo_batches.make_elbo`, at the draws of :data:`TRACE_SALT`) from the final
+    q or, with ``moments``, from q at the chunk's average, whose ELBO they give (one
+    evaluation serves both). The loop ends at a refused step (``failed``); a
+    ``jax.lax.cond`` per step was slower (benchmarks/README.md). The steps read the data
+    by :func:`advi.loops.loop_data` (``hold``: False for steps with a redraw loop)."""
     def chunk(state: ADVIState, eta: Array, key: Array, salt: Array, num_steps: Array,
               data: Any) -> Any:
-        run_key = jax.random.fold_in(key, salt)
-
-        def one(s: ADVIState) -> ADVIState:
-            return alg.step(s, jax.random.fold_in(run_key, s.iteration), eta, data)[0]
+        run_key, (held, read) = jax.random.fold_in(key, salt), loop_data(data, hold)
 
         def going(carry: tuple) -> Array:
             return (carry[0] < num_steps) & ~carry[1].failed
 
-        def body_m(carry: tuple[Array, ADVIState, ChunkMoments]) -> Any:
-            k, s, m = carry
-            new = one(s)
+        def body(carry: tuple[Array, ADVIState, list, ChunkMoments | None]) -> Any:
+            k, s, h, m = carry
+            d, h = read(h)
+            new = alg.step(s, jax.random.fold_in(run_key, s.iteration), eta, d)[0]
+            if m is None:
+                return k + 1, new, h, m
             stat = _monitored(family, new.params)
-            return k + 1, new, m._replace(params=jax.tree.map(jnp.add, m.params, new.params),
-                                          stat=m.stat + stat, stat_sq=m.stat_sq + stat**2)
+            return k + 1, new, h, m._replace(params=jax.tree.map(jnp.add, m.params, new.params),
+                                             stat=m.stat + stat, stat_sq=m.stat_sq + stat**2)
 
         salt_trace, k = np.uint32(TRACE_SALT), jnp.zeros((), jnp.int32)
         if not moments:
-            state = jax.lax.while_loop(going, lambda c: (c[0] + 1, one(c[1])), (k, state))[1]
+            state = jax.lax.while_loop(going, body, (k, state, held, None))[1]
             return state, probe(state.params, key, salt_trace, data).redraws == 0
         zeros = jnp.zeros(2 * state.params.mu.shape[-1], state.params.mu.dtype)
         start = ChunkMoments(jax.tree.map(jnp.zeros_like, state.params), zeros, zeros,
                              jnp.zeros((), zeros.dtype))
-        k, state, m = jax.lax.while_loop(going, body_m, (k, state, start))
+        k, state, _, m = jax.lax.while_loop(going, body, (k, state, held, start))
         average = jax.tree.map(lambda x: x / jnp.maximum(k, 1).astype(x.dtype), m.params)
         trace = probe(average, key, salt_trace, data)  # also the check, where q has been
         m = m._replace(elbo=jnp.where(trace.ok, trace.elbo, -jnp.inf))
@@ -269,7 +272,7 @@ def _chunk_fn(target: Target, o: CompileSpec, optimizer: Any, with_elbo: bool,
                     precondition=o.precondition, init=o.init, with_elbo=with_elbo,
                     redraw=redraw)
     return _make_chunk(alg, o.family, make_elbo(target, o.family, TRACE_ELBO_SAMPLES),
-                       o.moments)
+                       o.moments, hold=not redraw)
 
 
 class CompiledADVI:

@@ -40,6 +40,7 @@ import scipy.optimize
 from jax import Array
 
 from .lbfgs_compact import scale_by_compact_lbfgs
+from .loops import loop_data
 
 LBFGS_MEMORY = 10
 """Correction pairs kept by the compiled L-BFGS (SciPy's L-BFGS-B default ``maxcor``)."""
@@ -112,8 +113,8 @@ def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
 
     def search(base: Array, scale: Array, max_steps: Array, abs_tol: Array, data: Any
                ) -> Search:
-        def negative(u: Array) -> Array:
-            return -log_density(base + scale * u, data)
+        def negative(u: Array, d: Any) -> Array:
+            return -log_density(base + scale * u, d)
 
         def met(log_p: Array, grad: Array) -> Array:
             absolute = jnp.max(jnp.abs(scale * grad)) <= abs_tol
@@ -121,7 +122,8 @@ def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
             return jnp.where(abs_tol > 0, absolute, relative)
 
         def check(c: _Carry, failed: Array) -> _Carry:
-            log_p = -negative(c.u)
+            data, held = read(c.held)
+            log_p = -negative(c.u, data)
             grad = -c.grad_u / scale
             worse = ~jnp.isfinite(log_p) | (log_p < c.best.log_p)
             here = Search(c.u, log_p, grad, c.steps, met(log_p, grad), failed)
@@ -132,26 +134,27 @@ def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
                                                 < gain_rtol * jnp.abs(best.log_p))
             stop = (failed | worse | best.converged | stalled | (c.steps >= max_steps))
             return c._replace(best=best, mark=jnp.where(window, best.log_p, c.mark),
-                              stop=stop)
+                              stop=stop, held=held)
 
         def body(c: _Carry) -> _Carry:
             direction, lbfgs = optimizer.update(c.grad_u, c.lbfgs, c.u)
-            u, grad_u, found = _line_search(jax.grad(negative), c.u, c.grad_u, -direction)
-            c = c._replace(u=u, grad_u=grad_u, lbfgs=lbfgs,
+            u, grad_u, found, held = _line_search(jax.grad(negative), c.u, c.grad_u,
+                                                  -direction, c.held, read)
+            c = c._replace(u=u, grad_u=grad_u, lbfgs=lbfgs, held=held,
                            steps=c.steps + found.astype(jnp.int32))
             due = (~found | met(c.best.log_p, -grad_u / scale)
                    | (c.steps % GAIN_WINDOW == 0) | (c.steps >= max_steps))
             return jax.lax.cond(due, check, lambda c, _: c, c, ~found)
 
-        optimizer = scale_by_compact_lbfgs(LBFGS_MEMORY)
+        optimizer, (held, read) = scale_by_compact_lbfgs(LBFGS_MEMORY), loop_data(data)
         u0 = jnp.zeros_like(base)
-        value, grad_u = jax.value_and_grad(negative)(u0)
+        value, grad_u = jax.value_and_grad(negative)(u0, data)
         finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad_u))
         steps = jnp.zeros((), jnp.int32)
         start = Search(u0, jnp.where(finite, -value, -jnp.inf), -grad_u / scale, steps,
                        finite & met(-value, -grad_u / scale), jnp.zeros((), bool))
         c = _Carry(u0, grad_u, optimizer.init(u0), start, start.log_p, steps,
-                   ~finite | start.converged | (max_steps <= 0))
+                   ~finite | start.converged | (max_steps <= 0), held)
         end = jax.lax.while_loop(lambda c: ~c.stop, body, c)
         return end.best._replace(steps=end.steps)
 
@@ -161,7 +164,7 @@ def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
 class _Carry(NamedTuple):
     """The compiled search's loop state: the current point and its gradient of -log p in
     u, the L-BFGS memory, the best point evaluated, log p at the last window's end,
-    iterations, whether to stop."""
+    iterations, whether to stop, and the data's leaves held by :func:`advi.loops.loop_data`."""
 
     u: Array
     grad_u: Array
@@ -170,12 +173,13 @@ class _Carry(NamedTuple):
     mark: Array
     steps: Array
     stop: Array
+    held: list
 
 
 class _Trials(NamedTuple):
     """The line search's state: the next step, the bracket [lo, hi] and the directional
     derivatives at its ends, the last trial's gradient, trials made, whether the last was
-    accepted."""
+    accepted, and the data's leaves held by :func:`advi.loops.loop_data`."""
 
     alpha: Array
     lo: Array
@@ -185,19 +189,23 @@ class _Trials(NamedTuple):
     grad: Array
     trials: Array
     done: Array
+    held: list
 
 
-def _line_search(grad: Callable[[Array], Array], u: Array, grad_u: Array, direction: Array
-                 ) -> tuple[Array, Array, Array]:
+def _line_search(grad: Callable[[Array, Any], Array], u: Array, grad_u: Array,
+                 direction: Array, held: list, read: Callable[[list], Any]
+                 ) -> tuple[Array, Array, Array, list]:
     """A step along ``direction`` that meets the approximate Wolfe conditions, from
-    gradients alone: (the new point, its gradient, found). Trials start at a unit step,
-    double it below the curvature condition until a bracket is known, and then take the
-    secant root of the directional derivative (safeguarded to the bracket's inner 80%;
-    bisection after a non-finite gradient)."""
+    gradients alone: (the new point, its gradient, found, the held data). Trials start at
+    a unit step, double it below the curvature condition until a bracket is known, and
+    then take the secant root of the directional derivative (safeguarded to the bracket's
+    inner 80%; bisection after a non-finite gradient). ``grad(u, data)``, the data
+    ``read(held)`` in each trial (:func:`advi.loops.loop_data`)."""
     slope0 = jnp.vdot(grad_u, direction)
 
     def trial(t: _Trials) -> _Trials:
-        g = grad(u + t.alpha * direction)
+        data, held = read(t.held)
+        g = grad(u + t.alpha * direction, data)
         slope = jnp.vdot(g, direction)
         finite = jnp.isfinite(slope) & jnp.all(jnp.isfinite(g))
         over = finite & (slope > (2 * WOLFE_DELTA - 1) * slope0)
@@ -212,16 +220,16 @@ def _line_search(grad: Callable[[Array], Array], u: Array, grad_u: Array, direct
         following = jnp.where(jnp.isfinite(hi), jnp.where(jnp.isfinite(secant), secant,
                                                           lo + 0.5 * width), 2 * t.alpha)
         return _Trials(jnp.where(done, t.alpha, following), lo, slope_lo, hi, slope_hi, g,
-                       t.trials + 1, done)
+                       t.trials + 1, done, held)
 
     one, descent = jnp.ones((), u.dtype), slope0 < 0
     t = jax.lax.while_loop(
         lambda t: ~t.done & (t.trials < LINE_SEARCH_TRIALS), trial,
         _Trials(one, 0 * one, slope0, jnp.inf * one, jnp.nan * one, grad_u,
-                jnp.zeros((), jnp.int32), ~descent))
+                jnp.zeros((), jnp.int32), ~descent, held))
     found = t.done & descent
     return (jnp.where(found, u + t.alpha * direction, u), jnp.where(found, t.grad, grad_u),
-            found)
+            found, t.held)
 
 
 class HostSearch(NamedTuple):

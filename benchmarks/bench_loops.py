@@ -10,6 +10,10 @@ are printed per step, with the ratio to the plain loop:
 - ``fori``: ``jax.lax.fori_loop`` over a trip count known when compiling;
 - ``while``: ``jax.lax.while_loop`` to a count given at run time (``advi.fit``'s chunk);
 - ``blocks``: blocks of 10 known trips inside a ``while_loop`` to the run-time count;
+- ``while, data carried``: the ``while`` loop with the data read by
+  ``advi.loops.loop_data`` (as ``advi.fit``'s chunk and the Laplace start's search read
+  it): its narrow leaves (E3's bool mask) through a barrier on every trip, so that XLA
+  hoists nothing computed from them out of the loop;
 - each again with the draw computed once before the log density reads it
   (``advi.families.computed_once``, as the library's steps do: without it XLA can fuse the
   draw's computation into the log density's loops and recompute it there, once per
@@ -95,6 +99,8 @@ def loops(gradient: Callable[..., Any], known_steps: int) -> dict[str, Callable[
     import jax
     import jax.numpy as jnp
 
+    from advi.loops import loop_data
+
     def update(s: tuple, i: Any, key: Any, data: Any) -> tuple:
         g_mu, g_omega = gradient(*s, jax.random.fold_in(key, i), data)
         return (s[0] + STEP * jnp.clip(g_mu, -CLIP, CLIP),
@@ -120,7 +126,17 @@ def loops(gradient: Callable[..., Any], known_steps: int) -> dict[str, Callable[
 
         return jax.lax.while_loop(lambda c: c[0] < n, block, (0, s))[1]
 
-    return {"fori": fori, "while": while_, "blocks": blocks}
+    def carried(s: tuple, key: Any, n: Any, data: Any) -> tuple:
+        held, read = loop_data(data)
+
+        def body(c: tuple) -> tuple:
+            k, s, h = c
+            d, h = read(h)
+            return k + 1, update(s, k, key, d), h
+
+        return jax.lax.while_loop(lambda c: c[0] < n, body, (0, s, held))[1]
+
+    return {"fori": fori, "while": while_, "blocks": blocks, "while, data carried": carried}
 
 
 def direction_loops(log_density: Callable[[Any, Any], Any], known_steps: int
@@ -196,6 +212,7 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_arguments(argv)
+    import jax
     import jax.numpy as jnp
     from bench_peers import load_setup
 
@@ -206,7 +223,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     setup = load_setup(args.experiment, args.scale, 0, args.results_dir)
     target = advi.from_numpyro(setup.model, model_kwargs=setup.train)
     state = (jnp.zeros(target.dim), jnp.full(target.dim, -2.0))
+    grad = jax.grad(target.full_log_density_fn)
     print(f"\n{args.experiment} ({args.scale}): K = {target.dim}, {args.steps} steps a loop\n")
+    def single(s: tuple, key: Any, n: Any, data: Any) -> tuple:
+        return s[0] + STEP * jnp.clip(grad(s[0], data), -CLIP, CLIP), s[1]
+
+    floor = time_loop(single, state, 1, target.data, 10 * args.repeats)[0]
+    print(f"one jitted gradient of log p, no loop: {1e3 * floor:.4f} ms\n")
     print("| loop | gradient | ms per step | x fori, plain |\n| --- | --- | ---: | ---: |")
     base = None
     for kind, gradient in make_steps(target.full_log_density_fn, target.dim).items():

@@ -17,16 +17,16 @@ def _log_density(z, data):
 
 
 def test_every_loop_shape_runs_the_same_steps():
-    """With a run-time count equal to the known one, fori, while and blocks take the same
-    steps from the same keys, with the plain gradient and in the redraw loop (a finite
-    density: nothing is redrawn)."""
+    """With a run-time count equal to the known one, fori, while, blocks and while with the
+    data carried take the same steps from the same keys, with the plain gradient and in
+    the redraw loop (a finite density: nothing is redrawn)."""
     dim, steps = 3, 20
     data = jnp.arange(dim, dtype=jnp.float32)
     state = (jnp.zeros(dim), jnp.full(dim, -2.0))
     for gradient in loops_script.make_steps(_log_density, dim).values():
         finals = [loop(state, jax.random.PRNGKey(0), np.int32(steps), data)
                   for loop in loops_script.loops(gradient, steps).values()]
-        assert len(finals) == 3
+        assert len(finals) == 4
         for final in finals[1:]:
             for a, b in zip(final, finals[0], strict=True):
                 np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
