@@ -44,6 +44,12 @@ class _Draws(NamedTuple):
     key: Array
 
 
+def _within_budget(bad: Array, redraws: Array, max_redraws: int, num: int) -> Array:
+    """The redraw loops' condition: a draw is still non-finite and the budget (the first
+    ``num`` evaluations and ``max_redraws`` redraws) is not spent."""
+    return jnp.any(bad) & (redraws < max_redraws + num)
+
+
 def _finite_draws(
     evaluate: Callable[[Array, Array], tuple[Array, Array]],
     rng_key: Array,
@@ -73,7 +79,7 @@ def _finite_draws(
         return _Draws(eps, value, grad, bad, d.redraws + jnp.sum(d.bad, dtype=jnp.int32), key)
 
     def cond(d: _Draws) -> Array:
-        return jnp.any(d.bad) & (d.redraws < max_redraws + num)
+        return _within_budget(d.bad, d.redraws, max_redraws, num)
 
     start = _Draws(
         eps=jnp.zeros(shape, dtype),
@@ -237,6 +243,48 @@ class ELBOEstimate(NamedTuple):
     redraws: Array
 
 
+class _Rows(NamedTuple):
+    value: Array  # (S,) log density per draw
+    half_sq: Array  # (S,) half the squared norm of each draw's eps
+    tries: Array  # (S,) int32, the draw's redraws so far (part of its key)
+    bad: Array  # (S,) bool, draw still non-finite
+    redraws: Array  # () int32, redraws spent
+
+
+def _elbo_by_rows(log_density: Callable[[Array, Array], Array], family: Family, params: Any,
+                  rng_key: Array, elbo_samples: int, batch_size: int) -> ELBOEstimate:
+    """:func:`elbo_estimate` drawn row by row, ``batch_size`` rows at a time: draw s after
+    t redraws is made from ``fold_in(fold_in(rng_key, s), t)`` inside its batch, so the
+    S x K draws never exist at once, and the estimate is the same whatever ``batch_size``.
+    The log weights come from eps: log q(T(eps)) = -|eps|^2 / 2 + K / 2 - H[q]."""
+    dim, dtype = params.mu.shape[-1], params.mu.dtype
+    rows = jnp.arange(elbo_samples)
+
+    def attempt(row_tries: tuple[Array, Array]) -> tuple[Array, Array]:
+        key = jax.random.fold_in(jax.random.fold_in(rng_key, row_tries[0]), row_tries[1])
+        eps_key, batch_key = jax.random.split(key)
+        eps = standard_normal(eps_key, (dim,), dtype)
+        value = log_density(computed_once(family.transform(params, eps)), batch_key)
+        return value.astype(dtype), 0.5 * jnp.sum(eps * eps)
+
+    def body(d: _Rows) -> _Rows:
+        value, half_sq = jax.lax.map(attempt, (rows, d.tries), batch_size=batch_size)
+        value, half_sq = jnp.where(d.bad, value, d.value), jnp.where(d.bad, half_sq, d.half_sq)
+        bad = d.bad & ~jnp.isfinite(value)
+        return _Rows(value, half_sq, d.tries + bad, bad,
+                     d.redraws + jnp.sum(d.bad, dtype=jnp.int32))
+
+    start = _Rows(jnp.zeros((elbo_samples,), dtype), jnp.zeros((elbo_samples,), dtype),
+                  jnp.zeros((elbo_samples,), jnp.int32), jnp.ones((elbo_samples,), bool),
+                  jnp.zeros((), jnp.int32))
+    out = jax.lax.while_loop(
+        lambda d: _within_budget(d.bad, d.redraws, elbo_samples, elbo_samples), body, start)
+    entropy = family.entropy(params)
+    return ELBOEstimate(jnp.mean(out.value) + entropy, ~jnp.any(out.bad),
+                        out.value + out.half_sq - 0.5 * dim + entropy,
+                        out.redraws - elbo_samples)
+
+
 def elbo_estimate(
     log_density: Callable[[Array, Array], Array],
     family: Family,
@@ -249,23 +297,23 @@ def elbo_estimate(
 
     ``batch_size``: None evaluates all draws at once (``vmap``: with full data the draws
     share one pass over it, e.g. one matrix product); an integer evaluates them that many at
-    a time (``jax.lax.map``), which is faster with minibatches, where each draw reads its own
-    minibatch and vmap would hold S of them at once, S x B x D floats (measurements:
-    benchmarks/README.md, "Measurements behind the library's defaults"). Same value either
-    way.
+    a time (``jax.lax.map``), each draw made inside its batch from its own key, which is
+    faster with minibatches, where each draw reads its own minibatch and vmap would hold S
+    of them at once, S x B x D floats, and with large models, whose S x K draws and
+    per-draw buffers would leave the cache (measurements: benchmarks/README.md,
+    "Measurements behind the library's defaults"). Every ``batch_size`` gives the same
+    estimate; all at once draws differently (one (S, K) array), an estimate of the same
+    ELBO.
 
     Returns:
         :class:`ELBOEstimate`.
     """
+    if batch_size is not None:
+        return _elbo_by_rows(log_density, family, params, rng_key, elbo_samples, batch_size)
     dim = params.mu.shape[-1]
 
-    def values(zeta: Array, keys: Array) -> Array:
-        if batch_size is None:
-            return jax.vmap(log_density)(zeta, keys)
-        return jax.lax.map(lambda draw: log_density(*draw), (zeta, keys), batch_size=batch_size)
-
     def evaluate(eps: Array, keys: Array) -> tuple[Array, Array]:
-        value = values(computed_once(family.transform(params, eps)), keys)
+        value = jax.vmap(log_density)(computed_once(family.transform(params, eps)), keys)
         return value, jnp.zeros(eps.shape[:1] + (0,), value.dtype)  # no gradient needed
 
     draws = _finite_draws(evaluate, rng_key, (elbo_samples, dim), elbo_samples, params.mu.dtype,

@@ -36,13 +36,22 @@ benchmarks/README.md, "Measurements behind the library's defaults"). Other backe
 all at once."""
 
 
+def dividing_batch(samples: int, most: int) -> int:
+    """The largest batch of at most ``most`` (>= 1) draws that divides ``samples``: every
+    batch of ``jax.lax.map`` is then full, and the model is compiled once (a last,
+    smaller batch would be compiled again)."""
+    most = max(1, min(most, samples))
+    return next(size for size in range(most, 0, -1) if samples % size == 0)
+
+
 def elbo_batch(temp_bytes: int, samples: int, budget: int = ELBO_VMAP_BYTES) -> int | None:
     """Draws per batch of an ELBO whose all-at-once program needs ``temp_bytes`` of
     temporary buffers for ``samples`` draws: None (all at once) within ``budget``, else as
-    many draws as fit in it, at least 1."""
+    many draws as fit in it, at least 1, and a divisor of ``samples``
+    (:func:`dividing_batch`)."""
     if temp_bytes <= budget:
         return None
-    return max(1, budget * samples // temp_bytes)
+    return dividing_batch(samples, budget * samples // temp_bytes)
 
 
 def full_data_batch(compiled: Any, samples: int) -> int | None:
@@ -65,8 +74,9 @@ def make_elbo(target: Target, family: Family, samples: int, batch: int | None = 
     """``elbo(params, key, salt, data) -> ELBOEstimate``: :func:`advi.elbo.elbo_estimate`
     of ``target``'s log density on ``data`` from ``samples`` draws keyed by
     ``fold_in(key, salt)``, ``batch`` draws at a time for a full-data target (None: all at
-    once), :data:`MINIBATCH_ELBO_BATCH` for a minibatched one."""
-    size = batch if target.num_data is None else MINIBATCH_ELBO_BATCH
+    once), :data:`MINIBATCH_ELBO_BATCH` or the largest divisor of ``samples`` below it for a
+    minibatched one."""
+    size = batch if target.num_data is None else dividing_batch(samples, MINIBATCH_ELBO_BATCH)
 
     def elbo(params: Any, key: Array, salt: Array, data: Any) -> ELBOEstimate:
         def log_density(zeta: Array, batch_key: Array) -> Array:

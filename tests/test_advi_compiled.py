@@ -19,7 +19,7 @@ from advi.compiled import (
     CompiledADVI,
     CompileSpec,
 )
-from advi.elbo_batches import ELBO_VMAP_BYTES, elbo_batch
+from advi.elbo_batches import ELBO_VMAP_BYTES, dividing_batch, elbo_batch
 from advi.step_size import get_optimizer
 
 KEY = jax.random.PRNGKey(0)
@@ -92,9 +92,13 @@ def test_an_eta_search_trial_that_overflows_does_not_switch_the_fit(caplog):
 
 
 def test_elbo_batch_keeps_all_draws_at_once_within_the_budget_else_as_many_as_fit():
+    """Batches divide the draws, so that every batch is full (one compilation)."""
     assert elbo_batch(ELBO_VMAP_BYTES, 100) is None
     assert elbo_batch(4 * ELBO_VMAP_BYTES, 100) == 25
+    assert elbo_batch(ELBO_VMAP_BYTES * 100 // 24, 100) == 20  # 24 fit; 20 divides 100
+    assert elbo_batch(4 * ELBO_VMAP_BYTES, 97) == 1  # a prime number of draws
     assert elbo_batch(1000 * ELBO_VMAP_BYTES, 100) == 1  # never fewer than one draw
+    assert [dividing_batch(12, most) for most in (0, 5, 6, 100)] == [1, 4, 6, 12]
 
 
 def _rates(x):
@@ -110,8 +114,8 @@ def _rates(x):
 def test_on_a_cpu_the_elbo_of_large_draws_runs_in_batches_with_the_same_value(caplog, preset):
     """100 draws of a 400 x 400 rate matrix need more than ELBO_VMAP_BYTES at once: the
     ELBO (Stan's loop's, compiled with the chunk; the robust fit's, for k-hat, on first
-    use) runs them in batches (and says so), and its value is that of all at once; a small
-    model keeps them all at once."""
+    use) runs them in batches (and says so), and its value is that of one draw at a time;
+    a small model keeps them all at once."""
     x = jnp.asarray(np.random.default_rng(0).poisson(2.0, (400, 400)), jnp.float32)
     target = advi.from_numpyro(_rates, (x,))
     with caplog.at_level(logging.INFO, logger="advi"):
@@ -124,9 +128,9 @@ def test_on_a_cpu_the_elbo_of_large_draws_runs_in_batches_with_the_same_value(ca
     def log_density(zeta, key):
         return target.log_density(zeta, key)
 
-    at_once = advi.elbo.elbo_estimate(log_density, family, state.params,
-                                      jax.random.fold_in(keys[2], 0), 100)
-    np.testing.assert_allclose(batched, float(at_once.elbo), rtol=1e-5)
+    one_by_one = advi.elbo.elbo_estimate(log_density, family, state.params,
+                                         jax.random.fold_in(keys[2], 0), 100, 1)
+    np.testing.assert_allclose(batched, float(one_by_one.elbo), rtol=1e-5)
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="advi"):
         small = _compiled(advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 3), preset)
