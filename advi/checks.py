@@ -9,8 +9,8 @@ the gradient's warning after a run that stopped early also names running longer,
 :data:`EARLY_STOPS`):
 
 - the ELBO's gradient with respect to q's mean, in q's own units (each coordinate's
-  ``sd_k * dELBO/dmu_k``, estimated from :data:`GRAD_DRAWS` draws of q in batches of
-  :data:`GRAD_BATCH`), both far above its Monte Carlo noise (a z-score above
+  ``sd_k * dELBO/dmu_k``, estimated from :data:`GRAD_DRAWS` draws of q,
+  :func:`scaled_gradients`), both far above its Monte Carlo noise (a z-score above
   :func:`z_threshold`, the two-sided Bonferroni bound at level :data:`GRAD_ALPHA` over
   the K coordinates) and above :data:`GRAD_SHIFT`. On a Gaussian posterior the mean-field
   optimum has ``sd_k**2 = 1 / precision_kk``, so ``sd_k * dELBO/dmu_k`` is about minus the
@@ -45,21 +45,18 @@ from statistics import NormalDist
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax import Array
+from jax.typing import ArrayLike
 
 from .diagnostics import degenerate_weights
-from .families import Family, computed_once, standard_normal
+from .families import Family, standard_normal
 
 GRAD_DRAWS = 200
 """Draws of q behind the end-of-fit gradient check."""
 
-GRAD_BATCH = 5
-"""Draws evaluated at a time by the gradient check (``jax.lax.map``'s ``batch_size``): few,
-as models with large per-draw buffers run faster one batch at a time, at the cost of a
-few hundredths of a second on small models (benchmarks/README.md, "Measurements behind
-the library's defaults")."""
+CHECK_SALT = 0x636B
+"""Folded into the key the end-of-fit checks are given, for their draws of q."""
 
 GRAD_ALPHA = 1e-3
 """Family-wise false-alarm level of the gradient z-scores over the K coordinates."""
@@ -91,29 +88,26 @@ result then averages the iterates where they are, :func:`advi.stationarity.avera
 the check's flags fall as the run lengthens)."""
 
 
-def gradient_moments(scaled_grads: Array) -> tuple[Array, Array, Array]:
-    """Mean and standard error over draws of per-draw gradients, non-finite rows dropped.
+def gradient_moments(scaled_grads: ArrayLike) -> tuple[np.ndarray, np.ndarray, int]:
+    """Mean and standard error over draws of per-draw gradients, non-finite rows dropped,
+    on the host in float64.
 
     Args:
         scaled_grads: (S, K) per-draw gradients ``sd_k * d log p / d zeta_k`` at draws of q
-            (any units; numpy or JAX).
+            (any units; NumPy or JAX).
 
     Returns:
-        (mean (K,), se (K,), n ()): the mean over the finite rows, its standard error
-        ``std / sqrt(n)`` (ddof 1) and the number n of finite rows (nan mean and se when
-        n < 2).
+        (mean (K,), se (K,), n): float64 arrays, the mean over the n finite rows and its
+        standard error ``std / sqrt(n)`` (ddof 1); nan where n < 2 (the mean itself where
+        n = 1).
     """
-    ok = jnp.all(jnp.isfinite(scaled_grads), axis=-1)
-    n = jnp.sum(ok)
-    x = jnp.where(ok[:, None], scaled_grads, 0)
-    # each column divided by its largest magnitude first, so that squares of gradients
-    # near float32's largest values (a q far too wide) do not overflow
-    top = jnp.max(jnp.abs(x), axis=0)
-    top = jnp.where(top > 0, top, 1)
-    y = x / top
-    mean = jnp.sum(y, 0) / n
-    var = jnp.sum(jnp.where(ok[:, None], (y - mean) ** 2, 0), 0) / (n - 1)
-    return mean * top, jnp.sqrt(var / n) * top, n
+    x = np.asarray(scaled_grads, np.float64)
+    x = x[np.all(np.isfinite(x), axis=-1)]
+    n = x.shape[0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = x.sum(0) / n
+        se = np.sqrt(np.square(x - mean).sum(0) / (n - 1) / n)
+    return mean, se, n
 
 
 def z_threshold(dim: int, alpha: float = GRAD_ALPHA) -> float:
@@ -134,33 +128,51 @@ def gradient_flags(mean: np.ndarray, se: np.ndarray, shift: float = GRAD_SHIFT
     return (mean > shift) & (z > z_threshold(mean.size))
 
 
-def scaled_gradient_fn(target: Any, family: Family) -> Callable:
-    """``fn(params, rng_key, data) -> (gradient_moments(g), gradient_moments(g * eps + 1),
-    log_weights)`` of ``g = sd_k * d log p / d zeta_k`` at :data:`GRAD_DRAWS` draws ``zeta =
-    mu + sd * eps`` of q: the mean of ``g`` is ``sd * dELBO/dmu`` (the entropy does not depend
-    on mu), that of ``g * eps + 1`` is ``dELBO/domega`` for a mean-field q (omega = log sd);
-    ``log_weights`` ((GRAD_DRAWS,) ``log p(zeta) - log q(zeta)`` of the same draws, the
-    values that came with the gradients) are what the k-hat check tests. Plain ``jax.jit``;
-    :class:`advi.compiled.CompiledADVI` keeps it with the configuration's other functions,
-    so that later fits of the same model compile nothing."""
-    log_density_fn = target.log_density_fn
+def check_draws_fn(family: Family) -> Callable:
+    """``draws(params, rng_key) -> (eps, zeta, std, log_q)``: :data:`GRAD_DRAWS` draws of q
+    from ``fold_in(rng_key, CHECK_SALT)``, eps and ``zeta = T(params, eps)`` (S, K), q's
+    marginal standard deviations (K,) and ``log q(zeta)`` (S,), in the parameters' dtype.
+    Plain ``jax.jit`` with no log density inside, so that it compiles in hundredths of a
+    second; :class:`advi.compiled.CompiledADVI` keeps it with the configuration's other
+    functions."""
 
     @jax.jit
-    def gradient_check(params: Any, rng_key: Array, data: Any
-                       ) -> tuple[tuple[Array, Array, Array], tuple[Array, Array, Array], Array]:
+    def gradient_check_draws(params: Any, rng_key: Array
+                             ) -> tuple[Array, Array, Array, Array]:
         dim, dtype = params.mu.shape[-1], params.mu.dtype
-        eps_key, batch_key = jax.random.split(rng_key)
-        eps = standard_normal(eps_key, (GRAD_DRAWS, dim), dtype)
-        zeta = computed_once(family.transform(params, eps))
-        value_and_grad = jax.value_and_grad(lambda z, k: log_density_fn(z, k, data))
-        values, grads = jax.lax.map(lambda d: value_and_grad(*d),
-                                    (zeta, jax.random.split(batch_key, GRAD_DRAWS)),
-                                    batch_size=GRAD_BATCH)
-        scaled = grads.astype(dtype) * family.std(params)
-        log_weights = values.astype(dtype) - family.log_q(params, zeta)
-        return gradient_moments(scaled), gradient_moments(scaled * eps + 1), log_weights
+        eps = standard_normal(jax.random.fold_in(rng_key, CHECK_SALT), (GRAD_DRAWS, dim),
+                              dtype)
+        zeta = family.transform(params, eps)
+        return eps, zeta, family.std(params), family.log_q(params, zeta)
 
-    return gradient_check
+    return gradient_check_draws
+
+
+def scaled_gradients(value_and_grad: Callable[[np.ndarray, Any], tuple[Any, Any]],
+                     draws: Callable[[Any, Array], tuple[Array, ...]], params: Any,
+                     rng_key: Array, data: Any) -> tuple[tuple, tuple, np.ndarray]:
+    """The gradient check's moments: ``(gradient_moments(g), gradient_moments(g * eps + 1),
+    log_weights)`` of ``g = sd_k * d log p / d zeta_k`` at the draws ``zeta = mu + sd * eps``
+    of ``draws`` (:func:`check_draws_fn`). The mean of ``g`` is ``sd * dELBO/dmu`` (the
+    entropy does not depend on mu), that of ``g * eps + 1`` is ``dELBO/domega`` for a
+    mean-field q (omega = log sd); ``log_weights`` ((GRAD_DRAWS,) float64, ``log p(zeta) -
+    log q(zeta)`` of the same draws, the values that came with the gradients) are what the
+    k-hat check tests.
+
+    The log density is evaluated one draw at a time by ``value_and_grad(zeta (K,), data)
+    -> (log p (), grad (K,))``, a compiled function the fit already has (the Laplace
+    start's), every draw dispatched before the first wait: a check that compiled the log
+    density again, for a batch of draws, took longer to compile than a small model's whole
+    fit (measurements: benchmarks/README.md, "Measurements behind the library's
+    defaults").
+    """
+    eps, zeta, std, log_q = jax.device_get(draws(params, rng_key))
+    values, grads = zip(*jax.device_get([value_and_grad(row, data) for row in zeta]),
+                        strict=True)
+    with np.errstate(invalid="ignore", over="ignore"):  # non-finite rows are dropped
+        scaled = np.stack(grads).astype(np.float64) * std
+        log_weights = np.asarray(values, np.float64) - log_q
+        return gradient_moments(scaled), gradient_moments(scaled * eps + 1), log_weights
 
 
 def _khat_note(log_weights: np.ndarray) -> str | None:
@@ -224,7 +236,7 @@ def end_of_fit_warnings(result: Any, compiled: Any, start_mu: Array | None,
             iterate average of a mean near 1e4 can round back to the start).
         fell_back: the start's description when the Laplace start fell back to another init
             ("no usable mode"), else None.
-        rng_key: key of the gradient check's draws.
+        rng_key: key of the gradient check's draws (folded with :data:`CHECK_SALT`).
 
     Returns:
         the warnings' texts (empty for a fit that passes; always empty when minibatched).

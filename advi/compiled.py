@@ -45,7 +45,7 @@ from jax import Array
 
 from .algorithm import Algorithm, algorithm
 from .aot import Lazy, aot
-from .checks import scaled_gradient_fn
+from .checks import check_draws_fn, scaled_gradients
 from .elbo_batches import elbo_compiler, make_elbo
 from .families import Family
 from .laplace import CURVATURE_PROBES, LogDensityFunctions, log_density_functions
@@ -187,12 +187,12 @@ def _make_begin(optimizer: Any) -> Callable:
 
 
 def _laplace_functions(target: Target) -> LogDensityFunctions:
-    """The Laplace start's log density functions; their data argument is (batch_key, data):
-    a minibatched target's mode is that of one fixed minibatch."""
+    """The Laplace start's log density functions (also the end-of-fit check's value and
+    gradient); their data argument is (batch_key, data): a minibatched target's mode is
+    that of one fixed minibatch."""
 
     def log_density(zeta: Array, keyed_data: tuple[Array, Any]) -> Array:
-        batch_key, data = keyed_data
-        return target.log_density_fn(zeta, batch_key, data)
+        return target.log_density_fn(zeta, *keyed_data)
 
     return log_density_functions(log_density, target.dim)
 
@@ -220,7 +220,8 @@ class _Compiled(NamedTuple):
     redraw_chunk: Lazy  # steps that redraw draws with a non-finite gradient
     checked_chunk: Lazy  # steps that also check the log density's values
     elbo: Lazy
-    gradient_check: Callable  # jitted, compiled on first call (advi.checks)
+    value_and_grad: Callable  # (zeta, (key, data)): the Laplace start's, or compiled on need
+    check_draws: Callable  # jitted, compiled on first call (advi.checks)
 
 
 def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> _Compiled:
@@ -235,12 +236,10 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
     """
     data = target.data
     target = target._replace(data=None, log_density_fn=jax.jit(target.log_density_fn))
-    initialise = jax.jit(_make_init(target, o.family, o.init))
-    key = jax.random.PRNGKey(0)
+    initialise, key = jax.jit(_make_init(target, o.family, o.init)), jax.random.PRNGKey(0)
     _, params, batch_key, _ = jax.eval_shape(initialise, key)
-    laplace = None
+    laplace, fns, keyed = None, _laplace_functions(target), (batch_key, data)
     if o.laplace:
-        fns, keyed = _laplace_functions(target), (batch_key, data)
         probes = jax.ShapeDtypeStruct((CURVATURE_PROBES, target.dim), params.mu.dtype)
         scalar = jax.ShapeDtypeStruct((), params.mu.dtype)
         laplace = LogDensityFunctions(
@@ -260,7 +259,8 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
     if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
         elbo.compiled = elbo.compiler(elbo.jitted, state.params, key, one, data)
     return _Compiled(*start, chunk, Lazy(redrawing), Lazy(checked), elbo,
-                     scaled_gradient_fn(target, o.family))
+                     Lazy(fns.value_and_grad) if laplace is None else laplace.value_and_grad,
+                     check_draws_fn(o.family))
 
 
 def _chunk_fn(target: Target, o: CompileSpec, optimizer: Any, with_elbo: bool,
@@ -379,10 +379,10 @@ class CompiledADVI:
         return done.redraw_chunk.seconds + done.checked_chunk.seconds + done.elbo.seconds
 
     def gradient_check(self, params: Any, rng_key: Array) -> Any:
-        """:func:`advi.checks.scaled_gradient_fn`'s moments and log weights at ``params``
-        (compiled on the first call, kept with the other functions of this
-        configuration)."""
-        return self._done.gradient_check(params, rng_key, self.target.data)
+        """:func:`advi.checks.scaled_gradients` at ``params``, by the Laplace start's value
+        and gradient (without that start, compiled on the first call and kept)."""
+        return scaled_gradients(self._done.value_and_grad, self._done.check_draws, params,
+                                rng_key, (rng_key, self.target.data))
 
     def elbo(self, params: Any, key: Array, salt: int, trial: bool = False
              ) -> tuple[float, np.ndarray]:

@@ -19,7 +19,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
@@ -55,9 +54,6 @@ def _smaller_eta(eta: float) -> float | None:
     smaller = [e for e in ETA_GRID if e < eta * (1 - 1e-9)]
     return max(smaller) if smaller else None
 
-
-CHECK_SALT = 0x636B
-"""Folded into the ELBO key for the draws of the end-of-fit gradient check."""
 
 STAN_POLICY = RestartPolicy(_smaller_eta, f"the smallest eta of {ETA_GRID}")
 """Stan's preset restarts at the next smaller eta of :data:`ETA_GRID` (Stan itself stops)."""
@@ -267,8 +263,7 @@ def _checked(result: ADVIResult, compiled: CompiledADVI, start_mu: Array | None,
              fell_back: str | None, elbo_key: Array) -> ADVIResult:
     """``result`` with the end-of-fit checks' warnings (:mod:`advi.checks`) issued and
     appended to ``warnings``."""
-    notes = end_of_fit_warnings(result, compiled, start_mu, fell_back,
-                                jax.random.fold_in(elbo_key, CHECK_SALT))
+    notes = end_of_fit_warnings(result, compiled, start_mu, fell_back, elbo_key)
     if not notes:
         return result
     for note in notes:

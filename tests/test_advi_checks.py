@@ -98,20 +98,44 @@ def test_gradient_moments_and_flags_on_synthetic_draws():
     assert checks.z_threshold(25_000) == pytest.approx(5.49, abs=0.01)
 
 
-def test_gradient_fn_is_sd_times_elbo_gradient_on_a_gaussian():
-    """log p = N(zeta | m, I): E_q[sd * grad log p] = sd * (m - mu)."""
+def _value_and_grad(target):
+    """The target's compiled ``(zeta, data) -> (log p, grad)``, as a fit's Laplace start has."""
+    return jax.jit(jax.value_and_grad(lambda z, data: target.log_density_fn(z, None, data)))
+
+
+@pytest.mark.parametrize("family", [advi.MEANFIELD, advi.FULLRANK])
+def test_scaled_gradients_are_sd_times_elbo_gradient_on_a_gaussian(family):
+    """log p = N(zeta | m, I): E_q[sd * grad log p] = sd * (m - mu), whatever q's shape."""
     target = advi.from_log_density(lambda z: -0.5 * jnp.sum((z - 3.0) ** 2), 2)
-    params = advi.MeanFieldParams(jnp.array([0.0, 3.0]), jnp.log(jnp.array([0.5, 1.0])))
-    fn = checks.scaled_gradient_fn(target, advi.MEANFIELD)
-    (mean, se, n), _, log_weights = fn(params, jax.random.PRNGKey(0), target.data)
-    assert int(n) == checks.GRAD_DRAWS
+    mu, sd = jnp.array([0.0, 3.0]), jnp.array([0.5, 1.0])
+    params = (advi.MeanFieldParams(mu, jnp.log(sd)) if family is advi.MEANFIELD
+              else advi.FullRankParams(mu, jnp.diag(sd)))
+    (mean, se, n), (omega_mean, omega_se, _), log_weights = checks.scaled_gradients(
+        _value_and_grad(target), checks.check_draws_fn(family), params,
+        jax.random.PRNGKey(0), target.data)
+    assert n == checks.GRAD_DRAWS
     np.testing.assert_allclose(mean, [1.5, 0.0], atol=4 * float(se.max()))
+    # dELBO/dlog sd_k = 1 - sd_k^2 at unit precision: 0.75 and 0
+    np.testing.assert_allclose(omega_mean, [0.75, 0.0], atol=4 * float(omega_se.max()) + 1e-6)
     # the draws' log p - log q: their mean is the ELBO, E_q log p = -(3^2 + 0.5^2 + 1) / 2
     # plus q's entropy, sum_k (1 + log 2 pi) / 2 + log sd_k
     assert log_weights.shape == (checks.GRAD_DRAWS,)
     exact = -0.5 * (9.0 + 0.25 + 1.0) + (1 + np.log(2 * np.pi)) + np.log(0.5)
     assert float(log_weights.mean()) == pytest.approx(exact, abs=4 * float(log_weights.std())
                                                       / np.sqrt(checks.GRAD_DRAWS))
+
+
+def test_gradient_moments_drop_non_finite_rows():
+    rows = np.array([[1.0, 2.0], [3.0, np.inf], [3.0, 4.0], [np.nan, 0.0], [5.0, 6.0]])
+    mean, se, n = checks.gradient_moments(rows.astype(np.float32))
+    assert n == 3
+    np.testing.assert_allclose(mean, [3.0, 4.0])
+    np.testing.assert_allclose(se, [2.0 / np.sqrt(3)] * 2)
+    # float32's largest gradients are squared without overflow
+    mean, se, n = checks.gradient_moments(np.array([[3e38], [-3e38]], np.float32))
+    assert n == 2 and np.isfinite(se[0]) and se[0] == pytest.approx(3e38, rel=1e-6)
+    mean, se, n = checks.gradient_moments(np.array([[np.inf], [1.0]]))
+    assert n == 1 and mean[0] == 1.0 and np.isnan(se[0])
 
 
 def test_degenerate_weights_are_the_inf_cases_of_pareto_khat():
@@ -138,8 +162,9 @@ def test_unmoved_mean_warns():
     compiled = type("C", (), {})()
     compiled.target = advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 2)
     compiled.family = advi.MEANFIELD
-    gradient = checks.scaled_gradient_fn(compiled.target, compiled.family)
-    compiled.gradient_check = lambda params, key: gradient(params, key, compiled.target.data)
+    value_and_grad, draws = _value_and_grad(compiled.target), checks.check_draws_fn(advi.MEANFIELD)
+    compiled.gradient_check = lambda params, key: checks.scaled_gradients(
+        value_and_grad, draws, params, key, compiled.target.data)
     notes = checks.end_of_fit_warnings(Fake(), compiled, jnp.array([1e8, 0.0]), None,
                                        jax.random.PRNGKey(0))
     assert any("1 of 2 mean coordinates are exactly where the fit started" in n
