@@ -209,7 +209,7 @@ def guide_order(guide: AutoContinuous, prefix: str, source: NumPyroModel,
     """
     dim = sum(math.prod(shape) for shape in source.shapes.values())
     with jax.enable_x64(True):
-        probe = jnp.linspace(-1.0, 1.0, dim) if dim > 1 else jnp.zeros(1)
+        probe = jnp.linspace(-1.0, 1.0, dim)  # one coordinate: -1
         constrained = guide.median({f"{prefix}_loc": probe})
         ours = source.unravel(jnp.arange(dim, dtype=jnp.float64))
         order = np.full(dim, -1)

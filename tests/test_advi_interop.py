@@ -178,6 +178,25 @@ def test_the_guide_maps_every_site_by_name(meanfield, family):
         np.testing.assert_allclose(median[name], mean[name], rtol=1e-5)
 
 
+def test_the_guide_of_a_one_parameter_model(meanfield):
+    # one latent coordinate: the guide's probe is the single value -1, found at index 0
+    def poisson(y=None):
+        lam = numpyro.sample("lam", dist.Exponential(1.0))
+        with numpyro.plate("data", 8):
+            numpyro.sample("y", dist.Poisson(lam), obs=y)
+
+    y = jnp.array([3.0, 1, 4, 1, 5, 9, 2, 6])
+    result = advi.fit(poisson, y, rng_key=jax.random.PRNGKey(0), preset="robust")
+    guide, params = result.numpyro_guide()
+    np.testing.assert_allclose(guide.median(params)["lam"], result.mean()["lam"], rtol=1e-5)
+    drawn = Predictive(poisson, guide=guide, params=params, num_samples=4000,
+                       return_sites=["lam"])(jax.random.PRNGKey(1))["lam"]
+    ours = result.sample(jax.random.PRNGKey(2), 4000)["lam"]
+    assert abs(float(np.mean(drawn) - np.mean(ours))) < 0.1 * float(np.std(ours))
+    # the exact posterior is Gamma(1 + 31, 1 + 8): mean 32 / 9
+    assert float(np.mean(ours)) == pytest.approx(32 / 9, rel=0.05)
+
+
 def test_the_guide_refuses_a_site_whose_transform_is_not_numpyros(meanfield):
     def ordered(x, y=None):
         cuts = numpyro.sample("cuts", dist.ImproperUniform(constraints.positive_ordered_vector,

@@ -88,6 +88,27 @@ def test_explicit_options_override_the_preset_and_unknown_ones_are_named():
         advi.fit(target, rng_key=0)
 
 
+@pytest.mark.parametrize("preset", ["robust", "stan"])
+def test_a_typed_key_fits_as_its_raw_key(preset):
+    # jax.random.key(seed), JAX's recommended key, gives the fit of jax.random.PRNGKey(seed)
+    target = advi.from_log_density(lambda z: -0.5 * jnp.sum((z - 1.0) ** 2), 2)
+    typed = advi.fit(target, rng_key=jax.random.key(3), preset=preset, khat_samples=0)
+    raw = advi.fit(target, rng_key=jax.random.PRNGKey(3), preset=preset, khat_samples=0)
+    np.testing.assert_array_equal(typed.params.mu, raw.params.mu)
+    assert typed.num_iterations == raw.num_iterations
+
+
+@pytest.mark.parametrize("key, named", [
+    (jax.random.key(0, impl="rbg"), "of the 'rbg' PRNG"),
+    (jax.random.split(jax.random.key(0), 3), "a key of shape (3,)"),
+    (jax.random.split(jax.random.PRNGKey(0), 3), "shape (3, 2) and dtype uint32"),
+])
+def test_a_key_the_fit_cannot_take_is_named(key, named):
+    target = advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 2)
+    with pytest.raises(ValueError, match=re.escape(named)):
+        advi.fit(target, rng_key=key)
+
+
 def test_a_model_keyword_named_like_an_option_reaches_the_model():
     def model(eta):  # a model argument that shares its name with an option
         numpyro.sample("x", dist.Normal(eta, 1.0))
