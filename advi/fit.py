@@ -19,7 +19,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
@@ -31,6 +30,7 @@ from .compiled import CompiledADVI, CompileSpec
 from .convergence import RelativeELBORule
 from .driver import Clock, Outcome, RestartPolicy, StoppingRule, drive, warn
 from .families import get_family
+from .keys import raw_key
 from .options import Options
 from .presets import resolve
 from .progress import Progress
@@ -58,37 +58,6 @@ def _smaller_eta(eta: float) -> float | None:
 
 STAN_POLICY = RestartPolicy(_smaller_eta, f"the smallest eta of {ETA_GRID}")
 """Stan's preset restarts at the next smaller eta of :data:`ETA_GRID` (Stan itself stops)."""
-
-
-def _raw_key(rng_key: Any) -> Array:
-    """``rng_key`` as the raw threefry key (uint32, shape (2,)) the compiled functions take:
-    a typed key (``jax.random.key(seed)``) of JAX's default implementation is unwrapped
-    (``jax.random.key_data``), a raw key (``jax.random.PRNGKey(seed)``) passes as it is.
-
-    Raises:
-        ValueError: naming the value, for anything else (an int seed, a batch of keys,
-            another PRNG implementation).
-    """
-    if not (hasattr(rng_key, "dtype") and hasattr(rng_key, "shape")) or isinstance(
-        rng_key, (int, np.integer)
-    ):
-        raise ValueError(
-            f"rng_key={rng_key!r} is not a JAX PRNG key; pass jax.random.PRNGKey(seed) "
-            "(or jax.random.key(seed))"
-        )
-    if jax.dtypes.issubdtype(rng_key.dtype, jax.dtypes.prng_key):
-        impl = str(jax.random.key_impl(rng_key))
-        if impl != "threefry2x32" or rng_key.shape != ():
-            raise ValueError(
-                f"rng_key is a key of shape {rng_key.shape} of the {impl!r} PRNG; pass one "
-                "key of JAX's default 'threefry2x32' (jax.random.key(seed))")
-        rng_key = jax.random.key_data(rng_key)
-    if rng_key.shape != (2,) or rng_key.dtype != np.uint32:
-        raise ValueError(
-            f"rng_key has shape {rng_key.shape} and dtype {rng_key.dtype}; pass one raw key "
-            "of shape (2,) and dtype uint32 (jax.random.PRNGKey(seed)) or a typed key "
-            "(jax.random.key(seed))")
-    return rng_key
 
 
 def _adapt_eta(runner: CompiledADVI, state0: ADVIState, key: Array, adapt_iter: int
@@ -210,7 +179,7 @@ def fit(
     configured it or set ``ADVI_COMPILATION_CACHE=0`` (:mod:`advi.cache`).
     """
     o = resolve(preset, options)
-    rng_key = _raw_key(rng_key)
+    rng_key = raw_key(rng_key)
     with precision.scope(o.dtype):
         begun = _begin(model, model_args, model_kwargs, o, rng_key, clock)
     info = begun.start_info
