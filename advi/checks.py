@@ -152,7 +152,7 @@ def scaled_gradients(value_and_grad: Callable[[np.ndarray, Any], tuple[Any, Any]
                      draws: Callable[[Any, Array], tuple[Array, ...]], params: Any,
                      rng_key: Array, data: Any) -> tuple[tuple, tuple, np.ndarray]:
     """The gradient check's moments: ``(gradient_moments(g), gradient_moments(g * eps + 1),
-    log_weights)`` of ``g = sd_k * d log p / d zeta_k`` at the draws ``zeta = mu + sd * eps``
+    log_weights)`` of ``g = sd_k * d log p / d zeta_k`` at the draws ``zeta = T(params, eps)``
     of ``draws`` (:func:`check_draws_fn`). The mean of ``g`` is ``sd * dELBO/dmu`` (the
     entropy does not depend on mu), that of ``g * eps + 1`` is ``dELBO/domega`` for a
     mean-field q (omega = log sd); ``log_weights`` ((GRAD_DRAWS,) float64, ``log p(zeta) -
