@@ -23,11 +23,13 @@ coordinate is below MODE_SD_TOL / 10 there; the last may use the steps the earli
 left of ``max_steps``. The first stage runs unwhitened for up to
 :data:`UNWHITENED_STEPS_PER_DIM` K steps, about the price of a Hessian, and only where it
 has not finished by then is its rest whitened by the curvature there (an ill-conditioned,
-badly scaled regression spends the whole step cap unwhitened, a few steps whitened). Up to
-``hessian_max_dim`` a stage also ends when its gradient runs away
-(:data:`advi.lbfgs.RUNAWAY`); where -H is then not positive definite, or was not where the
-first stage's rest began (a centred hierarchy's funnel: its log density is not concave in a
-group effect and the log scale jointly), no later stage runs and the start is refused.
+badly scaled regression spends the whole step cap unwhitened, a few steps whitened), by
+|-H| (:func:`_saddle_free`) where -H is not positive definite there (a regression on an
+uncentred predictor, far from its mode: its noise scale's cross terms make -H indefinite
+while its eigenvalues span 1e-2 .. 1e9). Up to ``hessian_max_dim`` a stage also ends when
+its gradient runs away (:data:`advi.lbfgs.RUNAWAY`); where -H is then not positive definite
+where it ended (a centred hierarchy's funnel: its log density is not concave in a group
+effect and the log scale jointly), no later stage runs and the start is refused.
 
 The Hessian is formed exactly (reverse-over-reverse autodiff) for K <= ``hessian_max_dim``.
 Above that the second stage is whitened by one common scale and stops when every gradient
@@ -109,6 +111,10 @@ UNWHITENED_STEPS_PER_DIM = 0.5
 the Hessian that whitens its rest only where it has not finished by then. A Hessian (K
 reverse passes over the gradient) costs about 0.3 K host steps on E1 and E2: a well-posed
 start (E1: about 40 steps at K = 501) pays for none (benchmarks/README.md)."""
+
+EIGEN_FLOOR = 1e-12
+"""Where -H is not positive definite, its eigenvalues' magnitudes are floored at this share of
+the largest before they whiten a search (:func:`_saddle_free`)."""
 
 MODE_SD_TOL = 0.1
 """The mode is accepted when the Newton step |((-H)^-1 g)_k| is below this many Laplace
@@ -220,16 +226,26 @@ def _cast(x: Any, dtype: Any) -> np.ndarray:
 
 def _whitening(precision: np.ndarray | None, dim: int) -> tuple[np.ndarray, bool]:
     """C with C C^T = precision^-1 (lower triangular, from its Cholesky factor), and whether
-    precision is positive definite; else the diagonal scaling 1 / sqrt(precision_kk) where
-    positive, as a (K,) vector (ones where precision is missing or not finite)."""
+    precision is positive definite; else :func:`_saddle_free`'s C (ones, a (K,) vector,
+    where precision is missing or not finite)."""
     if precision is None or not np.all(np.isfinite(precision)):
         return np.ones(dim), False
     try:
         chol = np.linalg.cholesky(precision)
         return scipy.linalg.solve_triangular(chol, np.eye(dim), lower=True).T, True
     except np.linalg.LinAlgError:
-        diag = np.diagonal(precision)
-        return np.where(np.isfinite(diag) & (diag > 0), 1 / np.sqrt(np.abs(diag)), 1.0), False
+        return _saddle_free(precision), False
+
+
+def _saddle_free(precision: np.ndarray) -> np.ndarray:
+    """C = V |Lambda|^-1/2 for precision = V Lambda V^T not positive definite: C C^T =
+    |precision|^-1, the saddle-free Newton metric (Dauphin et al. 2014), which whitens an
+    ill-conditioned ridge whatever the sign of its curvature. Eigenvalues are floored at
+    :data:`EIGEN_FLOOR` of the largest (a flat direction gets the largest scale allowed)."""
+    eigenvalues, vectors = np.linalg.eigh(precision)
+    size = np.abs(eigenvalues)
+    size = np.maximum(size, EIGEN_FLOOR * max(float(np.max(size)), np.finfo(float).tiny))
+    return vectors / np.sqrt(size)
 
 
 def _times(whiten: np.ndarray, u: np.ndarray, transpose: bool = False) -> np.ndarray:
@@ -260,13 +276,13 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
                                                         data, dtype)
             zeta = zeta + scale * shift
         elif stage == 0:
-            zeta, met, used, ran_away, refused = _first_host_stage(fns, zeta, cap, data, dtype)
+            zeta, met, used, ran_away = _first_host_stage(fns, zeta, cap, data, dtype)
         else:
             zeta, met, used, ran_away = _host_stage(value_and_grad, zeta,
                                                     _whitening(precision, zeta.size)[0], cap,
                                                     abs_tol)
         steps, reached = steps + used, reached or met
-        if refused:  # no step found, or a run away where -H was not definite: no mode
+        if refused:  # the compiled search found no step: no mode
             return _Staged(zeta, None, scale, steps, False, True)
         if fns.precision is not None:
             precision = _precision(fns, zeta, data, dtype)
@@ -295,21 +311,21 @@ def _host_stage(value_and_grad: Callable, zeta: np.ndarray, whiten: np.ndarray, 
 
 
 def _first_host_stage(fns: LogDensityFunctions, zeta: np.ndarray, cap: int, data: Any,
-                      dtype: Any) -> tuple[np.ndarray, bool, int, bool, bool]:
-    """The first stage on the host: unwhitened for up to :data:`UNWHITENED_STEPS_PER_DIM`
-    K steps; where that ended short of its test (neither met nor run away), the rest of
-    the stage is whitened by the curvature there, if -H is positive definite. Returns
-    :func:`_host_stage`'s values and whether the rest ran away where -H was not definite."""
-    ones, value_and_grad = np.ones(zeta.size), _host(fns.value_and_grad, data, dtype)
+                      dtype: Any) -> tuple[np.ndarray, bool, int, bool]:
+    """The first stage on the host (:func:`_host_stage`'s values): unwhitened for up to
+    :data:`UNWHITENED_STEPS_PER_DIM` K steps; where that ended short of its test (neither
+    met nor run away), the rest of the stage is whitened by the curvature there (by |-H|
+    where -H is not positive definite: :func:`_whitening`)."""
+    value_and_grad = _host(fns.value_and_grad, data, dtype)
     rental = cap if fns.precision is None else min(
         cap, math.ceil(UNWHITENED_STEPS_PER_DIM * zeta.size))
-    zeta, met, used, ran_away = _host_stage(value_and_grad, zeta, ones, rental, 0.0)
+    zeta, met, used, ran_away = _host_stage(value_and_grad, zeta, np.ones(zeta.size), rental,
+                                            0.0)
     if met or ran_away or used >= cap or fns.precision is None:
-        return zeta, met, used, ran_away, False
-    whiten, definite = _whitening(_precision(fns, zeta, data, dtype), zeta.size)
-    zeta, met, more, ran_away = _host_stage(value_and_grad, zeta, whiten if definite else ones,
-                                            cap - used, 0.0)
-    return zeta, met, used + more, ran_away, ran_away and not definite
+        return zeta, met, used, ran_away
+    whiten, _ = _whitening(_precision(fns, zeta, data, dtype), zeta.size)
+    zeta, met, more, ran_away = _host_stage(value_and_grad, zeta, whiten, cap - used, 0.0)
+    return zeta, met, used + more, ran_away
 
 
 def _whitened(value_and_grad: Callable, base: np.ndarray, whiten: np.ndarray) -> Callable:

@@ -1,0 +1,243 @@
+"""The validation suite: every method on posteriors the library was never tuned on.
+
+For each target of ``suite_targets.py`` (the Inference Gym's targets with ground truth, the
+repository's known posteriors, the paper's E0) and each method, ``--seeds`` fits (default
+3), each scored against the target's true means and sds on the compared quantities:
+
+- ``rms_z``, ``max_z``: RMS and largest |mean of draws - true mean| / true sd;
+- ``log_sd``: the median |log(sd of draws / true sd)| over the quantities;
+- ``warned`` / ``raised``: the fit warned (an ``advi`` RuntimeWarning, ``result.warnings``)
+  or raised; ``nonfinite``: some draw was not finite;
+- ``cold_s``: the first seed's wall seconds in a new process with JAX's persistent
+  compilation cache off (tracing and compilation included; the model's construction and
+  imports not); the later seeds' ``wall_s`` reuse that process's compiled functions.
+
+Methods: ``advi_stan`` and ``advi_robust`` (mean-field), ``advi_robust_fullrank`` (K <=
+200), ``svi`` (NumPyro's SVI, ``AutoNormal``, Adam at 0.01, 10,000 steps, Trace_ELBO with
+one draw), ``nuts`` (NumPyro's NUTS, 500 warm-up + 500 draws, one chain). Draws: 4,000 from
+each approximation, NUTS's 500. A target counts where NUTS's median RMS z is <= 0.15.
+
+Each (target, method) runs in its own process (``--jobs`` at a time); its rows are appended
+to ``<out>/rows.jsonl`` as they finish, so an interrupted run resumes where it stopped.
+
+    python benchmarks/bench_suite.py                        # everything, 3 seeds
+    python benchmarks/bench_suite.py --fast --seeds 1       # the own targets (no gym)
+    python benchmarks/bench_suite.py --targets Banana --methods advi_robust nuts
+    python benchmarks/bench_suite.py --write-docs           # the table into docs/library
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import suite_table
+import suite_targets
+
+METHODS = ("advi_stan", "advi_robust", "advi_robust_fullrank", "svi", "nuts")
+FULLRANK_MAX_DIM = 200
+NUM_DRAWS = 4000
+SVI_STEPS, SVI_LR = 10_000, 0.01
+NUTS_WARMUP, NUTS_SAMPLES = 500, 500
+COLD_ENV = {"JAX_ENABLE_COMPILATION_CACHE": "false", "ADVI_COMPILATION_CACHE": "0"}
+
+
+def score(draws: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> dict[str, Any]:
+    """The scores of draws (S, D) against the truth (D,): rms_z, max_z, log_sd over the
+    finite draws, and whether some draw was not finite (all nan when none is finite)."""
+    finite = np.all(np.isfinite(draws), axis=1)
+    if not np.any(finite):
+        return {"rms_z": math.nan, "max_z": math.nan, "log_sd": math.nan, "nonfinite": True}
+    kept = draws[finite]
+    z = (kept.mean(0) - mean) / sd
+    with np.errstate(divide="ignore"):
+        log_sd = np.abs(np.log(kept.std(0) / sd))
+    return {"rms_z": float(np.sqrt(np.mean(z**2))), "max_z": float(np.max(np.abs(z))),
+            "log_sd": float(np.median(log_sd)), "nonfinite": not bool(np.all(finite))}
+
+
+# ----------------------------------------------------------------------------------------
+# The methods: each fits a problem with a seed and returns (draws dict, warnings)
+# ----------------------------------------------------------------------------------------
+
+
+def _advi(problem: suite_targets.Problem, seed: int, **options: Any
+          ) -> tuple[dict, list[str]]:
+    import jax
+
+    import advi
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = advi.fit(problem.model, *problem.args, rng_key=jax.random.PRNGKey(seed),
+                          progress_bar=False, **options)
+        draws = result.sample(jax.random.PRNGKey(seed + 10_000), NUM_DRAWS)
+    notes = list(result.warnings) + [
+        str(w.message) for w in caught
+        if issubclass(w.category, RuntimeWarning) and f"{os.sep}advi{os.sep}" in w.filename
+        and str(w.message) not in result.warnings]
+    return jax.device_get(draws), notes
+
+
+def _svi(problem: suite_targets.Problem, seed: int) -> tuple[dict, list[str]]:
+    import jax
+    from numpyro.infer import SVI, Predictive, Trace_ELBO
+    from numpyro.infer.autoguide import AutoNormal
+    from numpyro.optim import Adam
+
+    guide = AutoNormal(problem.model)
+    svi = SVI(problem.model, guide, Adam(SVI_LR), Trace_ELBO())
+    out = svi.run(jax.random.PRNGKey(seed), SVI_STEPS, *problem.args, progress_bar=False)
+    draws = Predictive(guide, params=out.params, num_samples=NUM_DRAWS)(
+        jax.random.PRNGKey(seed + 10_000), *problem.args)
+    return jax.device_get(draws), []
+
+
+def _nuts(problem: suite_targets.Problem, seed: int) -> tuple[dict, list[str]]:
+    import jax
+    from numpyro.infer import MCMC, NUTS
+
+    mcmc = MCMC(NUTS(problem.model), num_warmup=NUTS_WARMUP, num_samples=NUTS_SAMPLES,
+                progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(seed), *problem.args)
+    return jax.device_get(mcmc.get_samples()), []
+
+
+FITS: dict[str, Callable[[suite_targets.Problem, int], tuple[dict, list[str]]]] = {
+    "advi_stan": lambda p, s: _advi(p, s, preset="stan"),
+    "advi_robust": lambda p, s: _advi(p, s, preset="robust"),
+    "advi_robust_fullrank": lambda p, s: _advi(p, s, preset="robust", family="fullrank"),
+    "svi": _svi,
+    "nuts": _nuts,
+}
+
+
+def run_one(target: str, method: str, seed: int, problem: suite_targets.Problem,
+            clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
+    """One fit of ``problem`` by ``method`` with ``seed``, scored: a row of the table
+    (module docstring; ``seconds`` is this fit's wall time, compilation included where the
+    process had not compiled it yet)."""
+    row: dict[str, Any] = {"target": target, "method": method, "seed": seed,
+                           "dim": problem.dim, "warned": False, "raised": None, "notes": []}
+    start = clock()
+    try:
+        draws, notes = FITS[method](problem, seed)
+    except Exception as err:  # a fit that raises is a result of the suite, not its failure
+        row.update(seconds=clock() - start, raised=f"{type(err).__name__}: {str(err)[:200]}",
+                   rms_z=math.nan, max_z=math.nan, log_sd=math.nan, nonfinite=False)
+        return row
+    row["seconds"] = clock() - start
+    row.update(score(problem.quantities(draws), problem.mean, problem.sd))
+    row.update(warned=bool(notes), notes=[n[:200] for n in notes])
+    return row
+
+
+def worker(target: str, method: str, seeds: list[int], out: Path) -> None:
+    """Fit ``target`` by ``method`` for each seed in this process, appending each row to
+    ``out`` (JSON lines) as it finishes; the first row's seconds are the cold start."""
+    problem = suite_targets.TARGETS[target].make()
+    for index, seed in enumerate(seeds):
+        row = run_one(target, method, seed, problem)
+        row["cold"] = index == 0
+        with out.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        print(f"{target} / {method} / seed {seed}: rms_z {row['rms_z']:.3g}, "
+              f"{row['seconds']:.1f} s{', warned' if row['warned'] else ''}"
+              f"{', raised' if row['raised'] else ''}", flush=True)
+
+
+# ----------------------------------------------------------------------------------------
+# The driver: one process per (target, method), resumable
+# ----------------------------------------------------------------------------------------
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows written so far (none where the file does not exist)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def plan(targets: list[str], methods: list[str], seeds: list[int], done: list[dict]
+         ) -> list[tuple[str, str, list[int]]]:
+    """The (target, method, seeds) jobs still to run: full-rank only where K <= 200 is
+    decided in the worker's process (K is known once the target is built), so it is
+    planned everywhere; seeds already in ``done`` are left out."""
+    have = {(r["target"], r["method"], r["seed"]) for r in done}
+    jobs = []
+    for target in targets:
+        for method in methods:
+            todo = [s for s in seeds if (target, method, s) not in have]
+            if todo:
+                jobs.append((target, method, todo))
+    return jobs
+
+
+def launch(job: tuple[str, str, list[int]], out: Path, log_dir: Path) -> int:
+    """Runs one job in a new process with the persistent compilation cache off."""
+    target, method, seeds = job
+    log = log_dir / f"{target.replace(' ', '_').replace('/', '_')}.{method}.log"
+    command = [sys.executable, __file__, "--worker", target, method, "--out", str(out),
+               "--seeds", *map(str, seeds)]
+    with log.open("a") as f:
+        return subprocess.run(command, stdout=f, stderr=subprocess.STDOUT,
+                              env={**os.environ, **COLD_ENV}, check=False).returncode
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The command line of the module docstring."""
+    args = _parser().parse_args(argv)
+    if args.worker:
+        target, method = args.worker
+        if method == "advi_robust_fullrank":  # K known only once built: skip above 200
+            if suite_targets.TARGETS[target].make().dim > FULLRANK_MAX_DIM:
+                return
+        worker(target, method, args.seeds, Path(args.out))
+        return
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "logs").mkdir(exist_ok=True)
+    rows_path = out_dir / "rows.jsonl"
+    targets = args.targets or list(suite_targets.FAST if args.fast else suite_targets.TARGETS)
+    jobs = plan(targets, args.methods, args.seeds, read_rows(rows_path))
+    print(f"{len(jobs)} jobs ({args.jobs} at a time); rows in {rows_path}", flush=True)
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for job, code in zip(jobs, pool.map(lambda j: launch(j, rows_path, out_dir / "logs"),
+                                            jobs), strict=True):
+            if code:
+                print(f"{job[0]} / {job[1]}: the worker exited with {code} (see its log)")
+    rows = [r for r in read_rows(rows_path) if r["target"] in targets]
+    table = suite_table.markdown(rows, suite_targets.TARGETS)
+    print(table)
+    if args.write_docs:
+        suite_table.write_docs(table, Path(__file__).resolve().parents[1])
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--targets", nargs="*", help="names of suite_targets.TARGETS")
+    parser.add_argument("--fast", action="store_true", help="the targets that need no gym")
+    parser.add_argument("--methods", nargs="*", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
+    parser.add_argument("--jobs", type=int, default=1, help="processes at a time")
+    parser.add_argument("--out", default="results/suite", help="rows.jsonl and logs/")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="write the table into docs/library/generalisation.md")
+    parser.add_argument("--worker", nargs=2, metavar=("TARGET", "METHOD"),
+                        help=argparse.SUPPRESS)
+    return parser
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""The validation suite's tables, from its rows (``bench_suite.py``): per target, and a
+summary per method, in markdown; and the page ``docs/library/generalisation.md`` that holds
+them between two markers."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+NUTS_VALID_RMS = 0.15
+"""A target counts where NUTS's median RMS z over its seeds is at most this."""
+FAR_OFF, CLOSE = 1.0, 0.5
+"""A fit is far off above FAR_OFF RMS z (silent where it neither warned nor raised); a
+warning on a fit within CLOSE is a false alarm."""
+METHOD_ORDER = ("advi_stan", "advi_robust", "advi_robust_fullrank", "svi", "nuts")
+BEGIN, END = "<!-- suite table: begin -->", "<!-- suite table: end -->"
+
+
+def _median(values: list[float]) -> float:
+    values = [v for v in values if not math.isnan(v)]
+    return statistics.median(values) if values else math.nan
+
+
+def silent(row: dict[str, Any]) -> bool:
+    """Far off (RMS z > FAR_OFF, or non-finite draws) with no warning and no error."""
+    off = row["rms_z"] > FAR_OFF or row["nonfinite"]
+    return bool(off and not row["warned"] and not row["raised"])
+
+
+def false_alarm(row: dict[str, Any]) -> bool:
+    """Warned on a fit within CLOSE."""
+    return bool(row["warned"] and row["rms_z"] <= CLOSE)
+
+
+def counted_targets(rows: list[dict[str, Any]]) -> dict[str, bool]:
+    """Target -> whether NUTS reproduced its truth (median RMS z <= NUTS_VALID_RMS);
+    targets without NUTS rows count (nothing says otherwise)."""
+    out: dict[str, bool] = {}
+    for target in dict.fromkeys(r["target"] for r in rows):
+        nuts = [r["rms_z"] for r in rows if r["target"] == target and r["method"] == "nuts"]
+        out[target] = not nuts or _median(nuts) <= NUTS_VALID_RMS
+    return out
+
+
+def _cell(rows: list[dict[str, Any]]) -> str:
+    """'median / worst' RMS z over seeds, then flags: W n (warned), E n (raised),
+    NF n (non-finite draws), ! n (silently far off)."""
+    if not rows:
+        return ""
+    values = [r["rms_z"] for r in rows]
+    text = f"{_median(values):.2f} / {max(values):.2f}" if len(rows) > 1 else f"{values[0]:.2f}"
+    if all(math.isnan(v) for v in values):
+        text = "-"
+    for flag, test in (("W", lambda r: r["warned"]), ("E", lambda r: r["raised"]),
+                       ("NF", lambda r: r["nonfinite"]), ("!", silent)):
+        count = sum(bool(test(r)) for r in rows)
+        if count:
+            text += f" {flag}{count}"
+    return text
+
+
+def _cold(rows: list[dict[str, Any]]) -> float:
+    cold = [r["seconds"] for r in rows if r.get("cold")]
+    return cold[0] if cold else math.nan
+
+
+def per_target(rows: list[dict[str, Any]], targets: dict[str, Any]) -> list[str]:
+    """The per-target table's lines."""
+    methods = [m for m in METHOD_ORDER if any(r["method"] == m for r in rows)]
+    counts = counted_targets(rows)
+    lines = ["| target | K | truth | counts | " + " | ".join(methods)
+             + " | cold s: " + ", ".join(methods) + " |",
+             "| --- | ---: | --- | --- | " + " | ".join("---:" for _ in methods) + " | --- |"]
+    for target, ok in counts.items():
+        mine = [r for r in rows if r["target"] == target]
+        cells = [_cell([r for r in mine if r["method"] == m]) for m in methods]
+        cold = ", ".join(f"{_cold([r for r in mine if r['method'] == m]):.1f}"
+                         for m in methods)
+        source = targets[target].source if target in targets else ""
+        lines.append(f"| {target} | {mine[0]['dim']} | {source} | {'yes' if ok else 'no'} | "
+                     + " | ".join(cells) + f" | {cold} |")
+    return lines
+
+
+def summary(rows: list[dict[str, Any]]) -> list[str]:
+    """Per method over the counted targets: runs, median RMS z, silent far-off fits,
+    non-finite fits, false alarms, cold seconds against NUTS's (median and worst ratio)."""
+    counts = counted_targets(rows)
+    kept = [r for r in rows if counts[r["target"]]]
+    nuts_cold = {t: _cold([r for r in kept if r["target"] == t and r["method"] == "nuts"])
+                 for t in counts}
+    lines = ["| method | runs | median RMS z | silent > 1 sd | non-finite | raised "
+             "| false alarms (warned within 0.5 sd) | cold s / NUTS's: median, worst |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for method in METHOD_ORDER:
+        mine = [r for r in kept if r["method"] == method]
+        if not mine:
+            continue
+        ratios = [_cold([r for r in mine if r["target"] == t]) / nuts_cold[t]
+                  for t in counts if counts[t] and not math.isnan(nuts_cold[t])]
+        ratios = [x for x in ratios if not math.isnan(x)]
+        ratio = (f"{statistics.median(ratios):.2f}, {max(ratios):.2f}" if ratios else "-")
+        lines.append(
+            f"| {method} | {len(mine)} | {_median([r['rms_z'] for r in mine]):.3f} "
+            f"| {sum(silent(r) for r in mine)} | {sum(bool(r['nonfinite']) for r in mine)} "
+            f"| {sum(bool(r['raised']) for r in mine)} "
+            f"| {sum(false_alarm(r) for r in mine)} of {len(mine)} | {ratio} |")
+    return lines
+
+
+def markdown(rows: list[dict[str, Any]], targets: dict[str, Any]) -> str:
+    """Both tables, with a legend."""
+    if not rows:
+        return "(no rows)"
+    seeds = len({r["seed"] for r in rows})
+    return "\n".join([
+        f"RMS z-error of the means (median / worst of {seeds} seeds); W n: n fits warned, "
+        "E n: raised, NF n: returned non-finite draws, ! n: silently far off (> 1 sd, or "
+        f"non-finite, with no warning); counts: NUTS within {NUTS_VALID_RMS} sd.", "",
+        *per_target(rows, targets), "", "Summary over the counted targets:", "",
+        *summary(rows)])
+
+
+def write_docs(table: str, root: Path) -> Path:
+    """Replace the text between :data:`BEGIN` and :data:`END` in
+    ``docs/library/generalisation.md`` under ``root`` with ``table``.
+
+    Raises:
+        ValueError: where the page lacks the markers.
+    """
+    page = root / "docs" / "library" / "generalisation.md"
+    text = page.read_text()
+    if BEGIN not in text or END not in text:
+        raise ValueError(f"{page} has no {BEGIN} ... {END} markers to write the table into")
+    head, rest = text.split(BEGIN, 1)
+    page.write_text(f"{head}{BEGIN}\n{table}\n{END}{rest.split(END, 1)[1]}")
+    return page

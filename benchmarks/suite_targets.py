@@ -1,0 +1,215 @@
+"""The validation suite's targets: posteriors with known means and sds, beyond the paper.
+
+Each target is a NumPyro model (so that ADVI, NumPyro's SVI and NUTS all fit the same
+unconstrained log density), a map from posterior draws to the compared quantities, and their
+true means and standard deviations (float64). Three sources:
+
+- **TensorFlow Probability's Inference Gym** (pip ``inference-gym`` with ``tfp-nightly``, the
+  ``bench`` extra): every target whose data ship with the package and that carries ground
+  truth (its authors' long NUTS runs). A target's density is taken in the unconstrained space
+  of its ``default_event_space_bijector``: log p(T(z)) + log|det J_T(z)|, flattened to one
+  vector by the gym's own ``VectorModel``; the compared quantities are its ``identity``
+  sample transformation, T(z), against the ground truth of that transformation.
+- **The repository's known posteriors** (exact, no extra package): conjugate regressions
+  at column scales 1e-3 .. 1e4, the normal-normal model, eight schools with a known tau
+  (``bench_accuracy.py``), and a linear trend on an uncentred predictor (years 1980-2020:
+  intercept and slope correlated -0.9998), whose posterior is computed by quadrature over
+  the noise sd.
+- **The paper's models**: the Poisson-exponential of Figure 3 (E0, an exact Gamma).
+
+``TARGETS`` lists them by name; ``GYM`` are the names that need the Inference Gym, and
+``FAST`` the subset the tests run (no extra package, seconds each).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import bench_accuracy as accuracy
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """A target made ready: the model and its arguments, the compared quantities and their
+    truth.
+
+    Attributes:
+        model: a NumPyro model, called as ``model(*args)``.
+        args: its data (NumPy arrays).
+        quantities: ``draws -> (S, D) float64``, draws a dict of constrained site values
+            with a leading draw axis (as ``advi.ADVIResult.sample`` and NumPyro return).
+        mean, sd: (D,) float64, the true posterior means and standard deviations.
+        dim: K, the unconstrained dimension.
+    """
+
+    model: Callable
+    args: tuple
+    quantities: Callable[[dict], np.ndarray]
+    mean: np.ndarray
+    sd: np.ndarray
+    dim: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SuiteTarget:
+    """A named target, built on demand (``make()``), with where its truth comes from."""
+
+    name: str
+    source: str
+    make: Callable[[], Problem]
+
+
+def _sites(sites: tuple[str, ...]) -> Callable[[dict], np.ndarray]:
+    return lambda draws: accuracy.flatten(draws, sites, axis=1)
+
+
+def _from_case(case: accuracy.Case) -> Problem:
+    return Problem(case.model, case.args, _sites(case.sites), case.mean, case.sd,
+                   int(case.mean.size))
+
+
+# ----------------------------------------------------------------------------------------
+# The repository's own
+# ----------------------------------------------------------------------------------------
+
+TREND_YEARS = np.arange(1980, 2021, dtype=np.float64)
+TREND_PRIOR_SD = (100.0, 10.0)  # intercept, slope
+TREND_NOISE_PRIOR = 5.0  # sigma ~ HalfNormal(5)
+
+
+def trend(year: Any, y: Any) -> None:
+    """y_n ~ N(a + b year_n, sigma), a ~ N(0, 100), b ~ N(0, 10), sigma ~ HalfNormal(5),
+    with the predictor left uncentred (years near 2000)."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    a = numpyro.sample("a", dist.Normal(0.0, TREND_PRIOR_SD[0]))
+    b = numpyro.sample("b", dist.Normal(0.0, TREND_PRIOR_SD[1]))
+    sigma = numpyro.sample("sigma", dist.HalfNormal(TREND_NOISE_PRIOR))
+    with numpyro.plate("data", y.shape[0]):
+        numpyro.sample("y", dist.Normal(a + b * year, sigma), obs=y)
+
+
+def trend_posterior(year: np.ndarray, y: np.ndarray, grid: int = 20001
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Means and sds of (a, b, sigma) | y for :func:`trend`, in float64: (a, b) | sigma, y is
+    Gaussian (conjugate, precision P = S0^-1 + X^T X / sigma^2), and sigma | y is integrated
+    on a grid of ``grid`` points over [0.01, 10] sd of y against its exact marginal
+    likelihood: log N(y; 0, X S0 X^T + sigma^2 I) = -n log sigma - log|P|/2 - y^T y /
+    (2 sigma^2) + m^T P m / 2 + const (the determinant lemma), m the conditional mean."""
+    X = np.stack([np.ones_like(year), year], axis=1)
+    prior_precision = np.diag(1 / np.square(TREND_PRIOR_SD))
+    sigmas = np.linspace(0.01, 10, grid) * np.std(y)
+    log_w = np.empty(grid)
+    moments = np.empty((grid, 2, 2))  # per sigma: (mean, second moment) of a and b
+    for i, sigma in enumerate(sigmas):
+        precision = prior_precision + X.T @ X / sigma**2
+        cov = np.linalg.inv(precision)
+        mean = cov @ (X.T @ y) / sigma**2
+        log_w[i] = (-y.size * np.log(sigma) - 0.5 * np.linalg.slogdet(precision)[1]
+                    - 0.5 * (y @ y) / sigma**2 + 0.5 * mean @ precision @ mean
+                    - 0.5 * (sigma / TREND_NOISE_PRIOR) ** 2)
+        moments[i] = np.stack([mean, mean**2 + np.diag(cov)])
+    w = np.exp(log_w - log_w.max())
+    w /= w.sum()
+    first = np.array([*(w @ moments[:, 0]), w @ sigmas])
+    second = np.array([*(w @ moments[:, 1]), w @ sigmas**2])
+    return first, np.sqrt(np.maximum(second - first**2, 0.0))
+
+
+def trend_problem() -> Problem:
+    """The linear trend on years 1980-2020, y = 3 + 0.05 (year - 2000) + N(0, 0.5^2)."""
+    rng = np.random.default_rng(0)
+    y = 3.0 + 0.05 * (TREND_YEARS - 2000) + rng.normal(0.0, 0.5, TREND_YEARS.size)
+    year32, y32 = TREND_YEARS.astype(np.float32), y.astype(np.float32)
+    mean, sd = trend_posterior(year32.astype(np.float64), y32.astype(np.float64))
+    return Problem(trend, (year32, y32), _sites(("a", "b", "sigma")), mean, sd, 3)
+
+
+def poisson_exponential_problem() -> Problem:
+    """Figure 3's model (E0) on 20 counts: the posterior is Gamma(1 + sum x, 1 + N)."""
+    from advi_repro.models import poisson_exponential
+
+    x = np.random.default_rng(0).poisson(3.0, 20).astype(np.int32)
+    shape, rate = poisson_exponential.exact_posterior(x)
+    return Problem(poisson_exponential.model, (x,), _sites(("lam",)),
+                   np.array([shape / rate]), np.array([np.sqrt(shape) / rate]), 1)
+
+
+# ----------------------------------------------------------------------------------------
+# The Inference Gym's
+# ----------------------------------------------------------------------------------------
+
+
+def gym_problem(name: str) -> Problem:
+    """The Inference Gym's target ``name`` (a class of ``inference_gym.using_jax.targets``),
+    flattened by its ``VectorModel``, as a NumPyro model over its unconstrained space."""
+    import jax
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+    from inference_gym import using_jax as gym
+
+    target = gym.targets.VectorModel(getattr(gym.targets, name)(),
+                                     flatten_sample_transformations=True)
+    bijector = target.default_event_space_bijector
+    dim = int(bijector.inverse_event_shape(target.event_shape)[0])
+    identity = target.sample_transformations["identity"]
+
+    def log_density(z: Any) -> Any:
+        z = z.astype(target.dtype)
+        x = bijector.forward(z)
+        return target.unnormalized_log_prob(x) + bijector.forward_log_det_jacobian(z, 1)
+
+    def model() -> None:
+        z = numpyro.sample("z", dist.ImproperUniform(dist.constraints.real_vector, (),
+                                                     (dim,)))
+        numpyro.factor("log_density", log_density(z))
+
+    @jax.jit
+    def forward(z: Any) -> Any:
+        return identity(bijector.forward(jnp.asarray(z, target.dtype)))
+
+    def quantities(draws: dict) -> np.ndarray:
+        return np.asarray(forward(np.asarray(draws["z"])), np.float64)
+
+    return Problem(model, (), quantities, np.asarray(identity.ground_truth_mean, np.float64),
+                   np.asarray(identity.ground_truth_standard_deviation, np.float64), dim)
+
+
+GYM_NAMES = (
+    "Banana", "IllConditionedGaussian", "NealsFunnel", "EightSchools",
+    "BrownianMotionMissingMiddleObservations",
+    "BrownianMotionUnknownScalesMissingMiddleObservations", "ConvectionLorenzBridge",
+    "ConvectionLorenzBridgeUnknownScales", "SyntheticLogGaussianCoxProcess",
+    "VectorizedStochasticVolatilityLogSP500Small", "VectorizedStochasticVolatilitySP500Small",
+    "SyntheticItemResponseTheory", "VectorizedStochasticVolatilitySP500",
+)
+"""The gym's targets with ground truth and packaged data (those that need TensorFlow
+Datasets downloads, the German credit and radon targets, are out; the non-vectorised
+stochastic volatility models are the same densities, 50x slower to trace)."""
+
+_OWN = (
+    SuiteTarget("regression D=5", "exact (conjugate)",
+                lambda: _from_case(accuracy.regression_case(5))),
+    SuiteTarget("regression D=10", "exact (conjugate)",
+                lambda: _from_case(accuracy.regression_case(10))),
+    SuiteTarget("8 schools, tau known", "exact (conjugate)",
+                lambda: _from_case(accuracy.schools_known_tau_case())),
+    SuiteTarget("normal-normal J=30", "exact (conjugate)",
+                lambda: _from_case(accuracy.normal_normal_case())),
+    SuiteTarget("uncentred trend", "exact (quadrature over sigma)", trend_problem),
+    SuiteTarget("poisson-exponential (E0)", "exact (Gamma)", poisson_exponential_problem),
+)
+
+TARGETS: dict[str, SuiteTarget] = {
+    **{t.name: t for t in _OWN},
+    **{name: SuiteTarget(name, "Inference Gym ground truth",
+                         functools.partial(gym_problem, name)) for name in GYM_NAMES},
+}
+GYM = frozenset(GYM_NAMES)
+FAST = tuple(t.name for t in _OWN)
