@@ -89,7 +89,10 @@ class StartInfo(NamedTuple):
     ``resolution``: float32's spacing at the start's mode in Laplace sds
     (:func:`advi.precision.start_resolution`; 0 without a mode), and
     ``log_p_spacing``: float32's spacing of log p there, nats
-    (:func:`advi.precision.log_p_spacing`; 0 without the Laplace start)."""
+    (:func:`advi.precision.log_p_spacing`; 0 without the Laplace start), and
+    ``unreached``: the start was refused with a mode in reach
+    (:attr:`advi.laplace.LaplaceStart.unreached`), and ``condition``: -H's condition number
+    where a refused start ended (:attr:`advi.laplace.LaplaceStart.condition`)."""
 
     laplace: bool
     steps: int
@@ -99,6 +102,8 @@ class StartInfo(NamedTuple):
     scaled: bool = False
     resolution: float = 0.0
     log_p_spacing: float = 0.0
+    unreached: bool = False
+    condition: float = math.nan
 
 
 class ChunkMoments(NamedTuple):
@@ -325,7 +330,8 @@ class CompiledADVI:
             info = StartInfo(start.ok, start.steps, start.grad_norm, note, warn,
                              scaled=start.ok and done.laplace.precision is not None,
                              resolution=start_resolution(start),
-                             log_p_spacing=log_p_spacing(start.log_p))
+                             log_p_spacing=log_p_spacing(start.log_p),
+                             unreached=start.unreached, condition=start.condition)
             if start.ok:
                 params = start.params
         return keys, done.begin(params), info

@@ -184,7 +184,8 @@ def fit(
         begun = _begin(model, model_args, model_kwargs, o, rng_key, clock)
     info = begun.start_info
     shortfall = precision.float32_shortfall(o.dtype, info.resolution, bool(info.laplace),
-                                            info.log_p_spacing)
+                                            info.log_p_spacing, info.unreached,
+                                            info.condition)
     if shortfall is not None:
         logger.info("%s: the fit runs again in float64 (dtype='auto')", shortfall)
         with precision.scope("float64"):

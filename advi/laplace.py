@@ -135,6 +135,12 @@ class LaplaceStart(NamedTuple):
         log_p: float, log p (nats) at the returned point.
         newton_sd: float, the largest Newton step |((-H)^-1 g)_k| there in Laplace sds (inf
             where -H is not positive definite or not formed).
+        stalled: bool, some stage of the host's search ended short of its step cap with
+            its test neither met nor run away: its line search found no increase of log p
+            (float rounding, or non-finite values next to the path).
+        condition: float, max |eigenvalue| / min |eigenvalue| of -H where a refused
+            start's search ended (nan where accepted or -H not formed): above 1 / eps of
+            the float type, its curvature is not resolved in that type.
     """
 
     params: Any
@@ -144,6 +150,15 @@ class LaplaceStart(NamedTuple):
     sd: np.ndarray
     log_p: float = float("nan")
     newton_sd: float = float("inf")
+    stalled: bool = False
+    condition: float = float("nan")
+
+    @property
+    def unreached(self) -> bool:
+        """Refused, yet not for want of a mode: -H was positive definite where the search
+        ended (a finite Newton step, too long), or the search stalled. Float rounding is a
+        likely cause (:func:`advi.precision.float32_shortfall`)."""
+        return not self.ok and (math.isfinite(self.newton_sd) or self.stalled)
 
 
 class LogDensityFunctions(NamedTuple):
@@ -260,13 +275,15 @@ class _Staged(NamedTuple):
     steps: int  # over all stages
     reached: bool  # some stage ended with its gradient test met
     refused: bool = False  # no mode to find: no later stage ran
+    stalled: bool = False  # some host stage ended short of its cap, neither met nor run away
 
 
 def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: Any,
                  max_steps: int) -> _Staged:
     """The stages of the module docstring."""
     value_and_grad = _host(fns.value_and_grad, data, dtype)
-    zeta, precision, scale, steps, reached = np.asarray(zeta0, np.float64), None, 1.0, 0, False
+    zeta, precision, scale, steps = np.asarray(zeta0, np.float64), None, 1.0, 0
+    reached = stalled = False
     stages = LAPLACE_STAGES if fns.precision is not None or fns.diagonal is not None else 1
     for stage in range(stages):
         cap = max_steps // stages if stage < stages - 1 else max_steps - steps
@@ -282,6 +299,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
                                                     _whitening(precision, zeta.size)[0], cap,
                                                     abs_tol)
         steps, reached = steps + used, reached or met
+        stalled = stalled or (fns.search is None and not (met or ran_away) and used < cap)
         if refused:  # the compiled search found no step: no mode
             return _Staged(zeta, None, scale, steps, False, True)
         if fns.precision is not None:
@@ -290,7 +308,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
                 break  # towards a singularity where -H is not definite: no mode to find
         elif fns.diagonal is not None:
             scale = common_scale(fns, zeta, data, dtype)
-    return _Staged(zeta, precision, scale, steps, reached)
+    return _Staged(zeta, precision, scale, steps, reached, stalled=stalled)
 
 
 def _precision(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any
@@ -351,6 +369,15 @@ def _compiled_stage(search: Callable[..., Search], zeta: np.ndarray, scale: floa
     return np.asarray(out.u, np.float64), met, int(out.steps), refused
 
 
+def _condition(precision: np.ndarray) -> float:
+    """max |eigenvalue| / min |eigenvalue| of a symmetric matrix (inf where singular, nan
+    where not finite)."""
+    if not np.all(np.isfinite(precision)):
+        return math.nan
+    size = np.abs(np.linalg.eigvalsh(precision))
+    return float(np.max(size) / np.min(size)) if np.min(size) > 0 else math.inf
+
+
 def _newton_sd(precision: np.ndarray, grad: np.ndarray) -> tuple[bool, np.ndarray]:
     """Whether precision is positive definite, and |Newton step_k| / Laplace sd_k."""
     whiten, definite = _whitening(precision, grad.size)
@@ -386,12 +413,13 @@ def laplace_start(
     dtype = np.asarray(zeta0).dtype  # jnp.result_type would read this thread's x64 flag
     if max_steps is None:
         max_steps = LAPLACE_MAX_STEPS if fns.search is None else SEARCH_MAX_STEPS
-    mode, precision, common, steps, reached, refused = _staged_mode(
+    mode, precision, common, steps, reached, refused, stalled = _staged_mode(
         fns, np.asarray(zeta0), data, dtype, max_steps)
     value, grad = (np.asarray(a, np.float64)
                    for a in fns.value_and_grad(_cast(mode, dtype), data))
     grad_norm, dim = float(np.linalg.norm(grad)), mode.shape[-1]
     sd, scale, newton = np.ones(dim), None, np.inf  # scale: full-rank q's Cholesky factor
+    condition = math.nan
     if precision is None:
         ok = bool(np.all(np.isfinite(grad)) and np.isfinite(value) and not refused and (
             reached or grad_norm <= GRAD_RTOL * max(1.0, abs(float(value)))))
@@ -401,6 +429,7 @@ def laplace_start(
         definite, newton_sd = _newton_sd(precision, grad)
         newton = float(np.max(newton_sd)) if np.all(np.isfinite(newton_sd)) else np.inf
         ok = definite and newton < MODE_SD_TOL
+        condition = math.nan if ok else _condition(precision)
         diag = np.diagonal(precision)
         sd = 1 / np.sqrt(np.where(np.isfinite(diag) & (diag > 0), diag, 1.0))
         if definite and family.name == "fullrank":
@@ -411,6 +440,6 @@ def laplace_start(
     if family.name == "fullrank":
         scale = np.diag(sd) if scale is None else scale
         return LaplaceStart(FullRankParams(mu, _cast(scale, dtype)), ok, steps, grad_norm, sd,
-                            float(value), newton)
+                            float(value), newton, stalled, condition)
     return LaplaceStart(MeanFieldParams(mu, _cast(np.log(sd), dtype)), ok, steps, grad_norm,
-                        sd, float(value), newton)
+                        sd, float(value), newton, stalled, condition)

@@ -52,6 +52,12 @@ LOG_P_SPACING = 1.0
 spacing of log p exceeds this many nats."""
 
 
+CONDITION_RESOLVED = 0.1
+"""``dtype="auto"`` refits in float64 when a refused Laplace start ended where -H's condition
+number times float32's eps (1.2e-7) exceeds this: the smallest eigenvalues' signs are then
+rounding (an uncentred trend: 1e11 there; a centred hierarchy's funnel: well below 1e6)."""
+
+
 MATMUL_PRECISION = "highest"
 """JAX's ``default_matmul_precision`` in a fit whose caller has set none: matrix products in
 the dtype's own precision. JAX's default lets the backend choose, and on NVIDIA GPUs since
@@ -144,7 +150,8 @@ def log_p_spacing(log_p: float) -> float:
 
 
 def float32_shortfall(dtype: str | None, resolution_sd: float, start_ok: bool,
-                      log_p_spacing_nats: float) -> str | None:
+                      log_p_spacing_nats: float, unreached: bool = False,
+                      condition: float = float("nan")) -> str | None:
     """Why a fit run in JAX's current default float must run again in float64, or None.
 
     Only with ``dtype="auto"`` where that default is float32. Either float32 cannot
@@ -154,7 +161,17 @@ def float32_shortfall(dtype: str | None, resolution_sd: float, start_ok: bool,
     :data:`LOG_P_SPACING` nats apart at the best point L-BFGS reached
     (``log_p_spacing_nats``, :func:`log_p_spacing`): its line search then sees no decrease
     and stops far from the mode (a normal mean of 1e8: log p = -5e17 at the start, whose
-    float32 spacing is 3e10 nats).
+    float32 spacing is 3e10 nats). Or the start was refused with a mode in reach
+    (``unreached``, :attr:`advi.laplace.LaplaceStart.unreached`: -H positive definite where
+    L-BFGS ended, or its line search stalled), which float32's rounding explains on
+    posteriors it cannot resolve whatever their scale: a regression on an uncentred
+    predictor (intercept and slope correlated -0.9998, -H's eigenvalues 1e-2 .. 1e9), a
+    Gaussian process whose covariance has a 1e-10 jitter (its Cholesky factor not finite
+    in float32 near the mode). Or the start was refused where -H's condition number
+    exceeds :data:`CONDITION_RESOLVED` / float32's eps (``condition``): its curvature, and
+    so the sign of its smallest eigenvalues, is rounding there. A centred hierarchy's
+    funnel (-H indefinite, and resolved, where the search ran away) is refused in any
+    precision and is not promoted.
     """
     if dtype != "auto" or jnp.result_type(float) != jnp.float32:
         return None
@@ -163,4 +180,9 @@ def float32_shortfall(dtype: str | None, resolution_sd: float, start_ok: bool,
     if not start_ok and log_p_spacing_nats > LOG_P_SPACING:
         return (f"float32 resolves log p to only {log_p_spacing_nats:.2g} nats where the "
                 "Laplace start's L-BFGS stopped")
+    if not start_ok and unreached:
+        return "float32's Laplace start stopped short of a mode it could not resolve"
+    if not start_ok and condition * np.finfo(np.float32).eps > CONDITION_RESOLVED:
+        return (f"float32 cannot resolve the curvature where the Laplace start stopped "
+                f"(condition number {condition:.2g})")
     return None

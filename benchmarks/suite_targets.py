@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import bench_accuracy as accuracy
@@ -140,6 +141,65 @@ def poisson_exponential_problem() -> Problem:
                    np.array([shape / rate]), np.array([np.sqrt(shape) / rate]), 1)
 
 
+GP_X = np.arange(-10.0, 11.0, 2.0)
+GP_K = np.array([40, 37, 29, 12, 4, 3, 9, 19, 77, 82, 33], np.int32)
+GP_JITTER = 1e-10
+REFERENCES = Path(__file__).resolve().parent / "suite_references.json"
+"""Long float64 NUTS references of the targets with no closed form (:func:`nuts_reference`),
+kept in the repository so that the suite does not rerun them."""
+
+
+def gp_poisson(x: Any, k: Any) -> None:
+    """posteriordb's ``gp_pois_regr``: a Poisson regression on a latent Gaussian process,
+    non-centred, with a squared-exponential kernel and a jitter of 1e-10 on its diagonal:
+    rho ~ Gamma(25, 4), alpha ~ HalfNormal(2), f_tilde ~ N(0, I), f = chol(K) f_tilde,
+    k_n ~ Poisson(exp(f_n))."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    rho = numpyro.sample("rho", dist.Gamma(25.0, 4.0))
+    alpha = numpyro.sample("alpha", dist.HalfNormal(2.0))
+    f_tilde = numpyro.sample("f_tilde", dist.Normal(0.0, 1.0).expand([x.shape[0]]).to_event(1))
+    cov = alpha**2 * jnp.exp(-0.5 * jnp.square(x[:, None] - x[None, :]) / rho**2)
+    cov = cov + GP_JITTER * jnp.eye(x.shape[0])
+    f = jnp.linalg.cholesky(cov) @ f_tilde
+    with numpyro.plate("data", x.shape[0]):
+        numpyro.sample("k", dist.Poisson(jnp.exp(f)), obs=k)
+
+
+def nuts_reference(name: str, model: Callable, args: tuple, sites: tuple[str, ...],
+                   chains: int = 4, draws: int = 5000) -> tuple[np.ndarray, np.ndarray]:
+    """Means and sds of ``sites`` from :data:`REFERENCES`, or, where it has none for
+    ``name``, from NumPyro's NUTS in float64 (``chains`` x ``draws`` after as many warm-up
+    draws, target_accept 0.95), written there."""
+    import json
+
+    refs = json.loads(REFERENCES.read_text()) if REFERENCES.exists() else {}
+    if name not in refs:
+        import jax
+        from numpyro.infer import MCMC, NUTS
+
+        with jax.enable_x64(True):
+            mcmc = MCMC(NUTS(model, target_accept_prob=0.95), num_warmup=draws,
+                        num_samples=draws, num_chains=chains, chain_method="sequential",
+                        progress_bar=False)
+            mcmc.run(jax.random.PRNGKey(0), *args)
+            flat = accuracy.flatten(jax.device_get(mcmc.get_samples()), sites, axis=1)
+        refs[name] = {"mean": flat.mean(0).tolist(), "sd": flat.std(0).tolist(),
+                      "method": f"NumPyro NUTS float64, {chains} x {draws} draws"}
+        REFERENCES.write_text(json.dumps(refs, indent=1) + "\n")
+    return np.asarray(refs[name]["mean"]), np.asarray(refs[name]["sd"])
+
+
+def gp_poisson_problem() -> Problem:
+    """:func:`gp_poisson` on posteriordb's data (11 counts on x = -10, -8, ..., 10)."""
+    sites = ("rho", "alpha", "f_tilde")
+    args = (GP_X.astype(np.float32), GP_K)
+    mean, sd = nuts_reference("gp_pois_regr", gp_poisson, (GP_X, GP_K), sites)
+    return Problem(gp_poisson, args, _sites(sites), mean, sd, 13)
+
+
 # ----------------------------------------------------------------------------------------
 # The Inference Gym's
 # ----------------------------------------------------------------------------------------
@@ -204,6 +264,8 @@ _OWN = (
                 lambda: _from_case(accuracy.normal_normal_case())),
     SuiteTarget("uncentred trend", "exact (quadrature over sigma)", trend_problem),
     SuiteTarget("poisson-exponential (E0)", "exact (Gamma)", poisson_exponential_problem),
+    SuiteTarget("GP Poisson, jitter 1e-10", "NUTS float64 4 x 5,000 (suite_references.json)",
+                gp_poisson_problem),
 )
 
 TARGETS: dict[str, SuiteTarget] = {

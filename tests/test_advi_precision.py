@@ -72,6 +72,31 @@ def test_shortfall_only_for_auto_in_float32():
         assert precision.float32_shortfall("auto", 0.5, True, 0.0) is None
 
 
+def test_shortfall_where_a_refused_start_had_a_mode_in_reach_or_unresolved_curvature():
+    """A refused start with a mode in reach (-H definite, or a stalled search) or with -H
+    conditioned beyond float32's resolution promotes; a resolved funnel does not."""
+    assert "short of a mode" in precision.float32_shortfall("auto", 0.0, False, 0.0, True)
+    assert precision.float32_shortfall("auto", 0.0, True, 0.0, True) is None  # accepted
+    assert "condition number 2e+11" in precision.float32_shortfall(
+        "auto", 0.0, False, 0.0, False, 2e11)
+    assert precision.float32_shortfall("auto", 0.0, False, 0.0, False, 1e4) is None
+    assert precision.float32_shortfall("auto", 0.0, False, 0.0) is None  # no Hessian
+
+
+def test_a_refused_laplace_start_reports_its_condition_and_a_mode_in_reach():
+    """On N(0, diag(1, 1e-12)) stopped after one step, -H is definite (a mode in reach,
+    ``unreached``) and its condition number is 1e12; an accepted start reports neither."""
+    fns = advi.log_density_functions(
+        lambda z, d: -0.5 * (z[0] ** 2 + 1e12 * z[1] ** 2), 2)
+    with jax.enable_x64(True):
+        start = advi.laplace_start(fns, advi.MEANFIELD, np.array([3.0, 1e5]), None,
+                                   max_steps=1)
+        done = advi.laplace_start(fns, advi.MEANFIELD, np.array([3.0, 0.0]), None)
+    assert not start.ok and start.unreached
+    assert start.condition == pytest.approx(1e12, rel=1e-6)
+    assert done.ok and not done.unreached and np.isnan(done.condition)
+
+
 def test_scope_sets_the_default_float_and_restores_it():
     before = jnp.result_type(float)
     with precision.scope("float64"):
