@@ -193,7 +193,8 @@ def fit(
         begun = again._replace(compile_s=begun.compile_s + again.compile_s,
                                start_s=begun.start_s + again.start_s, promoted=shortfall)
     with precision.scope_of(begun.state0.params), Progress(progress_bar, o.max_iter) as bar:
-        return _finish(begun, o, checkpoint, clock, bar)
+        return _finish(begun, o, checkpoint, clock, bar,
+                       preset=preset if isinstance(preset, str) else None)
 
 
 class _Begun(NamedTuple):
@@ -229,8 +230,9 @@ def _begin(model: Callable | Target, model_args: tuple, model_kwargs: dict | Non
 
 
 def _finish(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock,
-            progress: Progress) -> ADVIResult:
-    """The eta search (where eta is None), the main loop and the end-of-fit checks."""
+            progress: Progress, *, preset: str | None) -> ADVIResult:
+    """The eta search (where eta is None), the main loop and the end-of-fit checks; the
+    result records ``preset``, the preset's name (None: an :class:`advi.Options`)."""
     compiled, state0, start_info = begun.compiled, begun.state0, begun.start_info
     adapt_key, run_key, elbo_key = begun.keys
     compiled.use_clock(clock)  # what compiles on first need is compile_s, not wall_s
@@ -242,7 +244,7 @@ def _finish(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock
                   burn_in=not start_info.scaled, checkpoint=checkpoint, clock=clock,
                   wall_s=adapt_s, progress=progress, result_fields=dict(
                       compile_s=begun.compile_s, adapt_s=adapt_s, eta_adapted=eta_adapted,
-                      start=_start_name(o, start_info, begun.promoted)))
+                      start=_start_name(o, start_info, begun.promoted), preset=preset))
     result = dataclasses.replace(
         result, compile_s=result.compile_s + compiled.lazy_compile_s - compiled_s)
     if o.family == "fullrank":

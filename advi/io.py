@@ -7,8 +7,8 @@ The file is a NumPy ``.npz`` archive holding only arrays and a JSON header, read
 (:class:`advi.ELBOHistory`) and ``khat_log_weights`` when drawn. Header (``header``, a JSON
 string): the format and its version, the library's version, the family, K, the latent
 sites and their zeta shapes in the model's order, the fit's scalar fields (eta, converged,
-convergence_reason, num_iterations, seconds, restarts, warnings, start, redraws)
-and Pareto k-hat. The fit's options are not stored (:class:`advi.ADVIResult` does not keep
+convergence_reason, num_iterations, seconds, restarts, warnings, start, redraws,
+preset) and Pareto k-hat. The fit's options are not stored (:class:`advi.ADVIResult` does not keep
 them).
 
 :func:`load` rebuilds the target from the model and its data with :func:`advi.from_numpyro`
@@ -69,7 +69,7 @@ def save(result: ADVIResult, path: str | os.PathLike) -> None:
                   in site_shapes(result.approximation.target).items()],
         **{name: getattr(result, name) for name in SCALARS},
         "restarts": [list(r) for r in result.restarts], "warnings": list(result.warnings),
-        "pareto_khat": None if khat is None else float(khat),
+        "pareto_khat": None if khat is None else float(khat), "preset": result.preset,
     }
     arrays: dict[str, Any] = {f"params.{k}": np.asarray(v)
                               for k, v in result.params._asdict().items()}
@@ -125,7 +125,8 @@ def load(path: str | os.PathLike, model: Callable | Target, /, *model_args: Any,
         approximation=Approximation(family, params, target), elbo_history=history,
         khat_weights_fn=None if weights is None else (lambda: weights),
         restarts=tuple(tuple(r) for r in header["restarts"]),
-        warnings=tuple(header["warnings"]), **{k: header[k] for k in SCALARS})
+        warnings=tuple(header["warnings"]), preset=header.get("preset"),  # older files: none
+        **{k: header[k] for k in SCALARS})
 
 
 def _plain(value: Any) -> Any:

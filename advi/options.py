@@ -1,10 +1,12 @@
 """The options of :func:`advi.fit` as one typed, immutable value, checked once when made.
 
 :class:`Options` holds every option; its defaults are Stan's ADVI (CmdStan's defaults,
-``stan/variational/advi.hpp``). The presets of :mod:`advi.presets` are instances of it, and
-``advi.fit(model, *data, preset=..., **overrides)`` builds one with
-:meth:`Options.replace`. An invalid value is a ``ValueError`` naming the option, the value
-and what is valid, raised where the options are made, before any model is traced.
+``stan/variational/advi.hpp``) but for the initial mean, the paper's N(0, I) draw
+(``init="random"``) where Stan draws U(-2, 2) (``init="stan"``). The presets of
+:mod:`advi.presets` are instances of it, and ``advi.fit(model, *data, preset=...,
+**overrides)`` builds one with :meth:`Options.replace`. An invalid value is a
+``ValueError`` naming the option, the value and what is valid, raised where the options are
+made, before any model is traced.
 """
 
 from __future__ import annotations

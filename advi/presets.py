@@ -1,11 +1,12 @@
 """The presets of :func:`advi.fit`: named, frozen :class:`advi.Options` values.
 
-``"stan"`` is ``Options()``, whose defaults (:mod:`advi.options`) are Stan's; ``"robust"``
-overrides nine of them, here and nowhere else.
+``"stan"`` is ``Options()``, whose defaults (:mod:`advi.options`) are Stan's but for the
+initial mean, which is the paper's (a draw from N(0, I), ``init="random"``; Stan draws it
+from U(-2, 2), ``init="stan"``); ``"robust"`` overrides nine of them, here and nowhere else.
 
 ``"stan"`` is Stan's ADVI (``stan/variational/advi.hpp``, CmdStan's defaults) and the
-paper's algorithm: random initial mean, unit scales, Stan's step-size sequence with the eta
-search, the relative-ELBO stopping rule.
+paper's algorithm: an N(0, I) initial mean (the paper's empirical study), unit scales,
+Stan's step-size sequence with the eta search, the relative-ELBO stopping rule.
 
 ``"robust"`` is this library's own algorithm, built to reach the optimum of the family and
 to say when it got there:

@@ -174,6 +174,13 @@ class ADVIResult:
             or the init used when the Laplace start was refused).
         redraws: non-finite draws replaced during the optimisation (eta search and
             ELBO estimates not counted).
+        preset: the preset the fit's options started from ("stan", "robust"; options
+            given explicitly are put over it), or None where ``advi.fit`` was given an
+            :class:`advi.Options` (or for a file saved without it).
+
+    ``repr(result)`` (and ``print(result)``) is a one-line summary: family, K, preset,
+    iterations, how the run stopped, the last ELBO estimate, Pareto k-hat where already
+    computed, and the number of warnings.
     """
 
     approximation: Approximation
@@ -191,6 +198,30 @@ class ADVIResult:
     warnings: tuple[str, ...]
     start: str = "init=random"
     redraws: int | None = None
+    preset: str | None = None
+
+    def __repr__(self) -> str:
+        """``ADVIResult(family='meanfield', K=3, preset='stan', iterations=500,
+        stopped='median' (converged), elbo=-12.3457, pareto_khat=0.42, warnings=0)``.
+
+        Computes nothing: k-hat shows as ``not computed yet`` until :attr:`pareto_khat` has
+        been read (it draws from q and imports ArviZ), and as ``none`` where no log
+        weights can be drawn (``khat_weights_fn`` None); ``elbo`` is the last row of
+        :attr:`elbo_history` (nan before the first estimate)."""
+        elbos = np.asarray(self.elbo_history.elbo)
+        elbo = float(elbos[-1]) if elbos.size else float("nan")
+        if self.khat_weights_fn is None:
+            khat = "none"
+        elif "pareto_khat" in self.__dict__:  # functools.cached_property's value
+            khat = "none" if self.pareto_khat is None else f"{self.pareto_khat:.2f}"
+        else:
+            khat = "not computed yet"
+        how = "converged" if self.converged else "not converged"
+        return (f"ADVIResult(family={self.approximation.family.name!r}, "
+                f"K={int(self.approximation.target.dim)}, preset={self.preset!r}, "
+                f"iterations={self.num_iterations}, "
+                f"stopped={self.convergence_reason!r} ({how}), elbo={elbo:.6g}, "
+                f"pareto_khat={khat}, warnings={len(self.warnings)})")
 
     @functools.cached_property
     def khat_log_weights(self) -> np.ndarray | None:

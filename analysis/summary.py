@@ -123,14 +123,20 @@ def summary_table(
         One row per method: ``method, label, runs, final_heldout_lpd`` (mean over seeds),
         ``final_heldout_lpd_sd`` (NaN with one seed), ``final_wall_s`` (mean), and
         ``seconds_to_<tolerance>pct_of_<reference>`` on the mean curve (NaN: never reached,
-        or no reference run; absent when ``reference`` is None).
+        or no reference run), and the same read the other way round,
+        ``seconds_for_<reference>_to_<tolerance>pct_of_final``: the seconds the reference's
+        mean curve took to come within ``tolerance`` of this method's final heldout_lpd
+        (NaN: not before the reference's runs ended, or no reference run); both absent when
+        ``reference`` is None.
     """
     finals = final_rows(traces)
     curves = mean_curves(traces)
     target = np.nan
+    ref_curve = curves.iloc[:0]
     if reference is not None:
         ref_value = finals.loc[finals["method"] == reference, "heldout_lpd"].mean()
         target = ref_value - tolerance * abs(ref_value)
+        ref_curve = curves[curves["method"] == reference]
     rows = []
     for method in method_order(traces, preferred):
         final = finals[finals["method"] == method]
@@ -146,6 +152,9 @@ def summary_table(
         if reference is not None:
             row[reach_column(reference, tolerance)] = (
                 seconds_to_reach(curve, target) if np.isfinite(target) else np.nan)
+            own = row["final_heldout_lpd"]
+            row[reverse_reach_column(reference, tolerance)] = seconds_to_reach(
+                ref_curve, own - tolerance * abs(own))
         if endings is not None:
             ended = endings[endings["method"] == method].sort_values("seed")["ended"]
             row["ended"] = ended.iloc[0] if len(ended) else np.nan
@@ -156,3 +165,10 @@ def summary_table(
 def reach_column(reference: str, tolerance: float) -> str:
     """The summary's column ``seconds_to_<tolerance in %>pct_of_<reference>``."""
     return f"seconds_to_{tolerance * 100:g}pct_of_{reference}"
+
+
+def reverse_reach_column(reference: str, tolerance: float) -> str:
+    """The summary's column ``seconds_for_<reference>_to_<tolerance in %>pct_of_final``: per
+    method, the seconds the reference took to come within the tolerance of that method's
+    final value (:func:`reach_column` read the other way round)."""
+    return f"seconds_for_{reference}_to_{tolerance * 100:g}pct_of_final"

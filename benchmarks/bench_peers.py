@@ -297,10 +297,11 @@ def _compose(overrides: list[str]) -> Any:
     from hydra import compose, initialize_config_dir
 
     from advi_repro.planning.config import register, to_run
-    from advi_repro.planning.paths import CONF_DIR
+    from advi_repro.planning.paths import checkout_conf
 
-    register()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+    conf = checkout_conf(__file__)  # this checkout's conf/
+    register(conf)
+    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
         return to_run(compose("config", overrides))
 
 

@@ -84,12 +84,13 @@ def load_experiment(name: str, *, scale: str = "paper", results_dir: str = "resu
     from advi_repro import models
     from advi_repro.planning.config import register, to_run
     from advi_repro.planning.data import load_problem, prepare_data
-    from advi_repro.planning.workflow import CONF_DIR
+    from advi_repro.planning.paths import checkout_conf
 
-    register()
+    conf = checkout_conf(__file__)  # this checkout's conf/
+    register(conf)
     overrides = [f"experiment={name}", f"scale={scale}", f"seed={seed}",
                  f"results_dir={results_dir}", "method=hmc"]
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
         run = to_run(compose("config", overrides))
     problem = load_problem(run, prepare_data(run))
     module = models.get(run.experiment.model)

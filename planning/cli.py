@@ -7,13 +7,13 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Any, NoReturn
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from advi_repro.planning.config import choices
-from advi_repro.planning.paths import CONF_DIR
 from advi_repro.planning.workflow import refuse_shared_folders
 
 GROUPS = ("experiment", "method", "scale")
@@ -31,9 +31,10 @@ def fail(error: BaseException) -> NoReturn:
     sys.exit(1)
 
 
-def check_choices(argv: list[str]) -> None:
+def check_choices(argv: list[str], conf_dir: str | Path) -> None:
     """Fails (:func:`fail`) on a ``group=name`` argument, ``group`` one of :data:`GROUPS`,
-    whose ``name`` (or any name of a ``-m`` sweep's ``a,b``) has no ``conf/<group>/<name>.yaml``,
+    whose ``name`` (or any name of a ``-m`` sweep's ``a,b``) has no
+    ``<conf_dir>/<group>/<name>.yaml`` (``conf_dir``: the Hydra config the script composes),
     naming the value and the valid choices, before Hydra composes anything."""
     for arg in argv:
         group, sep, value = arg.partition("=")
@@ -41,9 +42,9 @@ def check_choices(argv: list[str]) -> None:
             continue
         group = group.lstrip("+~")
         for name in value.split(","):
-            if not (CONF_DIR / group / f"{name}.yaml").is_file():
+            if not (Path(conf_dir) / group / f"{name}.yaml").is_file():
                 fail(ValueError(f"{group}={name!r} is not a choice; {group} is one of: "
-                                f"{choices(group)} (conf/{group}/*.yaml)"))
+                                f"{choices(group, conf_dir)} ({conf_dir}/{group}/*.yaml)"))
 
 
 class SweepGuard(Callback):

@@ -26,7 +26,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from advi_repro import models
 from advi_repro.planning.checks import check, positive
 from advi_repro.planning.methods import AdviConfig, HmcConfig, MethodConfig, NutsConfig
-from advi_repro.planning.paths import CONF_DIR, run_dir
+from advi_repro.planning.paths import run_dir
 
 
 @dataclass
@@ -275,10 +275,12 @@ class Config:
             ) from None
 
 
-def register() -> None:
+def register(conf_dir: str | Path) -> None:
     """Stores the schemas in Hydra's ConfigStore, which the YAML files extend by name, and
-    registers the ``choices`` resolver (:func:`choices`) that ``fit.py --help`` uses."""
-    OmegaConf.register_new_resolver("choices", choices, replace=True)
+    registers the ``choices`` resolver (:func:`choices` of ``conf_dir``, the Hydra config in
+    use) that ``fit.py --help`` uses."""
+    OmegaConf.register_new_resolver("choices", lambda group: choices(group, conf_dir),
+                                    replace=True)
     store = ConfigStore.instance()
     store.store(name="config_schema", node=Config)
     store.store(group="experiment", name="experiment_schema", node=ExperimentConfig)
@@ -288,10 +290,10 @@ def register() -> None:
     store.store(group="method", name="hmc_schema", node=HmcConfig)
 
 
-def choices(group: str) -> str:
-    """The options of config group ``group`` that a user may pick, comma-separated: its
-    ``conf/<group>/*.yaml`` files (not the schemas they extend), e.g. ``paper, smoke``."""
-    return ", ".join(sorted(path.stem for path in (CONF_DIR / group).glob("*.yaml")))
+def choices(group: str, conf_dir: str | Path) -> str:
+    """The options of config group ``group`` that a user may pick, comma-separated: the
+    ``<conf_dir>/<group>/*.yaml`` files (not the schemas they extend), e.g. ``paper, smoke``."""
+    return ", ".join(sorted(path.stem for path in (Path(conf_dir) / group).glob("*.yaml")))
 
 
 def to_run(cfg: DictConfig) -> Config:

@@ -27,11 +27,6 @@ from typing import NamedTuple
 
 import yaml
 
-from advi_repro.planning.paths import CONF_DIR
-
-ESTIMATES_FILE = CONF_DIR / "estimates.yaml"
-"""Measured seconds per experiment and method at paper scale."""
-
 BUDGET_FACTOR = 2.0
 """Wall-clock seconds per second of budget at worst (*choice*): the clock runs only while a
 method computes; scoring a checkpoint (S = 1,000 draws from q at paper scale) can cost as
@@ -100,8 +95,9 @@ class RunEstimate(NamedTuple):
     measured: bool
 
 
-def read_estimates(path: str | Path = ESTIMATES_FILE) -> dict[str, dict[str, Measured]]:
-    """``{experiment: {method run name: Measured}}`` from ``path`` (YAML; its ``paper``
+def read_estimates(path: str | Path) -> dict[str, dict[str, Measured]]:
+    """``{experiment: {method run name: Measured}}`` from ``path`` (YAML, the checkout's
+    ``conf/estimates.yaml``: measured seconds at paper scale; its ``paper``
     key; each method ``{wall_s, total_s, budget_s}`` and optionally ``checkpoint_s`` and
     ``budget_bound``: :class:`Measured`), empty where the file is missing."""
     path = Path(path)
@@ -194,10 +190,11 @@ def _minutes(seconds: float) -> str:
 
 
 def plan_report(runs: Iterable[object], cores: int,
-                typical: Mapping[str, Mapping[str, Measured]] | None = None) -> str:
+                typical: Mapping[str, Mapping[str, Measured]]) -> str:
     """What the workflow prints before it runs: :func:`plan_table` and :func:`summary_line`
-    on ``cores`` cores (and on 2, 16 and 64 for comparison)."""
-    estimates = estimate_runs(runs, read_estimates() if typical is None else typical)
+    on ``cores`` cores (and on 2, 16 and 64 for comparison), from the measured runs
+    ``typical`` (:func:`read_estimates`)."""
+    estimates = estimate_runs(runs, typical)
     shown = sorted({cores, 2, 16, 64})
     return (f"{plan_table(estimates)}\n{summary_line(estimates, shown)}\n"
             "(~: from a measured run, conf/estimates.yaml; <=: not measured, counted at its "

@@ -11,8 +11,28 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-CONF_DIR = REPO_ROOT / "conf"
-"""The Hydra config: ``config.yaml`` and a folder per config group."""
+"""The checkout the workflow's packages are imported from (its code version is a run's:
+:func:`advi_repro.planning.rerun.code_version`). Never a source of config: with one
+installation and two checkouts it is the other checkout's (:func:`checkout_conf`)."""
+
+
+def checkout_conf(entry_point: str | os.PathLike) -> Path:
+    """The Hydra config of the checkout that holds ``entry_point``, a file one folder below
+    its root (``scripts/fit.py``, ``benchmarks/bench_peers.py``): the ``conf/`` beside that
+    folder, which ``@hydra.main(config_path="../conf")`` composes too.
+
+    Every entry point reads the ``conf/`` of the checkout it runs in (the Snakefile: the one
+    beside it) and hands it down; the packages never look for one of their own, so a second
+    checkout's new experiment runs with the first checkout's installation.
+
+    Raises:
+        FileNotFoundError: that folder holds no ``config.yaml``, naming the folder.
+    """
+    conf = Path(entry_point).resolve().parents[1] / "conf"
+    if not (conf / "config.yaml").is_file():
+        raise FileNotFoundError(f"{conf} holds no config.yaml: {Path(entry_point).name} "
+                                "runs from the scripts/ (or benchmarks/) of a checkout")
+    return conf
 
 
 def run_dir(

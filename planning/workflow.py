@@ -25,7 +25,6 @@ from omegaconf import DictConfig, OmegaConf
 
 from advi_repro.planning.config import Config, register, to_run
 from advi_repro.planning.data import data_path, heldout_rows
-from advi_repro.planning.paths import CONF_DIR
 from advi_repro.planning.rerun import config_sha256
 
 
@@ -339,9 +338,9 @@ def _experiment_plan(
     return plan, data, first.results_dir
 
 
-def experiment_names(conf_dir: str | Path = CONF_DIR) -> list[str]:
-    """The experiments of a Hydra config: the names of its ``experiment/*.yaml`` files,
-    sorted; what the workflow runs when its config names none.
+def experiment_names(conf_dir: str | Path) -> list[str]:
+    """The experiments of the Hydra config in ``conf_dir``: the names of its
+    ``experiment/*.yaml`` files, sorted; what the workflow runs when its config names none.
 
     Raises:
         ValueError: the folder holds no experiment.
@@ -365,7 +364,7 @@ def _claim_data(data: dict[str, DataJob], job: DataJob) -> None:
 
 def plan_workflow(
     *, experiments: Sequence[str], scale: str, seeds: Sequence[int], overrides: Sequence[str],
-    conf_dir: str | Path = CONF_DIR,
+    conf_dir: str | Path,
 ) -> Plan:
     """Composes the config of every run the workflow must make.
 
@@ -375,15 +374,16 @@ def plan_workflow(
         seeds: run seeds (each run of each method once per seed).
         overrides: Hydra overrides applied to every run, after the experiment's method
             overrides; sweeps expand to several runs.
-        conf_dir: the Hydra config (the workflow passes the ``conf/`` beside its Snakefile,
-            which its ``scripts/fit.py`` composes too).
+        conf_dir: the Hydra config: the ``conf/`` of the checkout that runs (the workflow
+            passes the one beside its Snakefile, which its ``scripts/fit.py`` composes too;
+            :func:`advi_repro.planning.paths.checkout_conf`).
 
     Raises:
         ValueError: two runs would write the same folder, runs disagree on results_dir, two
             experiments' data share a file but not its content, or a config value is out of
             range; Hydra's errors for unknown keys or bad types.
     """
-    register()
+    register(conf_dir)
     plans, data, results_dirs = [], {}, set()
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
         for experiment in experiments:

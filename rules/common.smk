@@ -8,14 +8,16 @@ from pathlib import Path
 from snakemake.utils import validate
 
 from advi_repro.planning.paths import fetched_data_dir, imageclef_data_dir, run_dir, simulated_data_dir
-from advi_repro.planning.estimate import plan_report
+from advi_repro.planning.estimate import plan_report, read_estimates
 from advi_repro.planning.rerun import code_version
 from advi_repro.planning.workflow import experiment_names, plan_workflow
 
 
 validate(config, "../conf/workflow.schema.yaml")
 
-CONF = Path(workflow.basedir) / "conf"  # the conf/ beside the Snakefile, as fit.py's
+# The conf/ beside the Snakefile, as fit.py's: the checkout's own, whichever checkout the
+# packages are installed from (planning/paths.py, checkout_conf).
+CONF = Path(workflow.basedir) / "conf"
 PLAN = plan_workflow(
     # every conf/experiment/*.yaml unless the config names some
     experiments=config.get("experiments") or experiment_names(CONF),
@@ -42,7 +44,8 @@ STANDIN_IMAGES = {
 RUNS = {(run.scale, run.experiment, run.method, str(run.seed)): run for run in PLAN.runs}
 if workflow.is_main_process and config["scale"] == "paper":
     # The runs, their budgets and how long they should take on --cores (planning/estimate.py).
-    print(plan_report(PLAN.runs, workflow.resource_settings.cores or 1), file=sys.stderr)
+    print(plan_report(PLAN.runs, workflow.resource_settings.cores or 1,
+                      read_estimates(CONF / "estimates.yaml")), file=sys.stderr)
 # Path patterns; runs and data are laid out by planning/paths.py, as scripts/fit.py does.
 RUN_DIR = run_dir(RESULTS, "{scale}", "{experiment}", "{method}", "{seed}")
 SIMULATED = simulated_data_dir(RESULTS, "{dataset}") / "{stem}.npz"

@@ -4,7 +4,8 @@
     python scripts/fit.py -m experiment=linreg_ard method=advi method.grad_samples=1,10
 
 Writes ``<results_dir>/runs/<scale>/<experiment>/<method>/seed<k>/{trace.csv,info.json}``;
-the options are in ``conf/`` and ``planning/config.py``.
+the options are in ``conf/`` and ``planning/config.py``. The config is the ``conf/`` of the
+checkout this script is in, whichever checkout the packages are installed from.
 
 Ctrl-C (SIGINT) or SIGTERM stops the run at its next checkpoint, keeps it as
 ``seed<k>.partial`` and exits with 130 or 143; a second Ctrl-C stops at once. The run gets
@@ -23,10 +24,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from advi_repro.planning.cli import check_choices, fail
 from advi_repro.planning.config import register, to_run
+from advi_repro.planning.paths import checkout_conf
 from advi_repro.runners.interrupt import Interrupted, die_with_parent
 from advi_repro.runners.run import execute
 
-register()
+CONF = checkout_conf(__file__)  # the conf/ Hydra's config_path names
+register(CONF)
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -43,5 +46,5 @@ def main(cfg: DictConfig) -> None:
 
 if __name__ == "__main__":
     die_with_parent()
-    check_choices(sys.argv[1:])
+    check_choices(sys.argv[1:], CONF)
     main()

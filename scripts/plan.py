@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from advi_repro.planning.estimate import estimate_runs, plan_table, read_estimates, summary_line
-from advi_repro.planning.paths import REPO_ROOT
+from advi_repro.planning.paths import checkout_conf
 from advi_repro.planning.workflow import experiment_names, plan_workflow
 
 
@@ -49,12 +49,13 @@ def measured(results_dir: Path, skip: tuple[str, ...] = ()
 
 def main() -> None:
     """Parses the command line and prints the plan (or the measured seconds)."""
-    default = yaml.safe_load((REPO_ROOT / "conf" / "workflow.yaml").read_text())
+    conf = checkout_conf(__file__)  # this checkout's, as the Snakefile beside it reads
+    default = yaml.safe_load((conf / "workflow.yaml").read_text())
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cores", type=int, nargs="+", default=[2, 16, 64])
     parser.add_argument("--seeds", type=int, nargs="+", default=default["seeds"])
     parser.add_argument("--experiments", nargs="+",
-                        default=default.get("experiments") or experiment_names())
+                        default=default.get("experiments") or experiment_names(conf))
     parser.add_argument("--overrides", nargs="*", default=default["overrides"],
                         help="Hydra overrides for every run, as the workflow's config")
     parser.add_argument("--measure", type=Path, metavar="RESULTS_DIR")
@@ -66,8 +67,8 @@ def main() -> None:
               end="")
         return
     plan = plan_workflow(experiments=args.experiments, scale="paper", seeds=args.seeds,
-                         overrides=args.overrides)
-    estimates = estimate_runs(plan.runs, read_estimates())
+                         overrides=args.overrides, conf_dir=conf)
+    estimates = estimate_runs(plan.runs, read_estimates(conf / "estimates.yaml"))
     print(plan_table(estimates))
     print(summary_line(estimates, args.cores))
 

@@ -27,7 +27,7 @@ import yaml
 from PIL import Image
 
 from advi_repro.analysis.runinfo import describe_resources
-from advi_repro.planning.paths import CONF_DIR
+from advi_repro.planning.paths import checkout_conf
 
 MAX_WIDTH = 1000
 """Published figures are shrunk to at most this many pixels wide."""
@@ -203,7 +203,7 @@ def main() -> None:
     parser.add_argument("--load-log", type=Path, help="the machine's load averages during "
                         "the run, one '<time> <1-min> <5-min> ...' line each")
     args = parser.parse_args()
-    default_seeds = yaml.safe_load((CONF_DIR / "workflow.yaml").read_text())["seeds"]
+    default_seeds = yaml.safe_load((checkout_conf(__file__) / "workflow.yaml").read_text())["seeds"]
     print(write_page(args.results, args.out, args.command, default_seeds, args.load_log))
 
 

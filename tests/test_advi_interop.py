@@ -249,10 +249,38 @@ def test_save_load_round_trip(result, tmp_path):
         np.testing.assert_array_equal(ours, theirs)
     assert loaded.pareto_khat == result.pareto_khat
     for field in ("convergence_reason", "num_iterations", "eta", "converged", "wall_s",
-                  "start", "restarts", "warnings", "redraws"):
+                  "start", "restarts", "warnings", "redraws", "preset"):
         assert getattr(loaded, field) == getattr(result, field), field
     by_keyword = advi.load(path, model, X, y=Y)  # the model's keyword arguments
     np.testing.assert_array_equal(by_keyword.sample(key, 50)["beta"], drawn["beta"])
+
+
+def test_a_result_prints_a_one_line_summary_and_computes_nothing(meanfield):
+    drawn = []
+
+    def weights():  # counts the draws of k-hat's log weights
+        drawn.append(1)
+        return meanfield.khat_log_weights
+
+    fresh = dataclasses.replace(meanfield, khat_weights_fn=weights)
+    text = repr(fresh)
+    assert drawn == [] and "\n" not in text and len(text) < 200 and str(fresh) == text
+    how = "converged" if meanfield.converged else "not converged"
+    assert text == (
+        f"ADVIResult(family='meanfield', K=3, preset='robust', "
+        f"iterations={meanfield.num_iterations}, "
+        f"stopped='{meanfield.convergence_reason}' ({how}), "
+        f"elbo={float(meanfield.elbo_history.elbo[-1]):.6g}, "
+        f"pareto_khat=not computed yet, warnings={len(meanfield.warnings)})")
+    khat = fresh.pareto_khat
+    assert drawn == [1] and f"pareto_khat={khat:.2f}, " in repr(fresh)
+    assert "pareto_khat=none, " in repr(dataclasses.replace(meanfield, khat_weights_fn=None))
+
+
+def test_a_fit_from_options_records_no_preset_name():
+    fitted = advi.fit(model, X, Y, rng_key=jax.random.PRNGKey(0),
+                      preset=advi.PRESETS["robust"])
+    assert fitted.preset is None and ", preset=None, " in repr(fitted)
 
 
 def _changed(x, y=None):

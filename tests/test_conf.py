@@ -15,22 +15,22 @@ from hydra.errors import ConfigCompositionException
 from advi_repro.planning.config import register, to_run
 from advi_repro.planning.data import data_path
 from advi_repro.planning.methods import AdviConfig, HmcConfig, NutsConfig
-from advi_repro.planning.paths import REPO_ROOT
+from advi_repro.planning.paths import REPO_ROOT, checkout_conf
 from advi_repro.planning.workflow import (
-    CONF_DIR,
     expand_sweeps,
     experiment_names,
     plan_workflow,
     refuse_shared_folders,
 )
 
+CONF_DIR = checkout_conf(__file__)  # this checkout's conf/
 EXPERIMENTS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
 SCALES = sorted(p.stem for p in (CONF_DIR / "scale").glob("*.yaml"))
 
 
 @pytest.fixture
 def compose_run():
-    register()
+    register(CONF_DIR)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         yield lambda *overrides: to_run(compose("config", list(overrides)))
 
@@ -135,7 +135,7 @@ def test_sweeps_expand_as_multirun_does():
 
 def test_the_workflow_plan_runs_each_experiments_methods_for_each_seed():
     plan = plan_workflow(experiments=["linreg_ard", "election88"], scale="smoke", seeds=[0, 1],
-                         overrides=[])
+                         overrides=[], conf_dir=CONF_DIR)
     linreg, election = plan.experiments
     assert linreg.methods == ["advi_M1", "advi_M10", "advi_robust_M1", "nuts", "hmc",
                               "hmc_init-advi"]
@@ -149,7 +149,8 @@ def test_the_workflow_plan_runs_each_experiments_methods_for_each_seed():
 
 def test_a_workflow_override_that_picks_the_method_replaces_the_methods_list():
     plan = plan_workflow(experiments=["linreg_ard"], scale="smoke", seeds=[0],
-                         overrides=["method=advi", "method.minibatch_size=50,100"])
+                         overrides=["method=advi", "method.minibatch_size=50,100"],
+                         conf_dir=CONF_DIR)
     assert plan.experiments[0].methods == ["advi_M1_B50", "advi_M1_B100"]
 
 
@@ -157,7 +158,7 @@ def test_a_sweep_over_a_setting_the_name_does_not_record_is_refused_naming_it():
     with pytest.raises(ValueError, match=r"would write results/runs/smoke/linreg_ard/advi_M1/"
                        r"seed0: .* they differ in method\.tol_rel_obj \(0\.1 / 0\.01\)"):
         plan_workflow(experiments=["linreg_ard"], scale="smoke", seeds=[0],
-                      overrides=["method=advi", "method.tol_rel_obj=0.1,0.01"])
+                      overrides=["method=advi", "method.tol_rel_obj=0.1,0.01"], conf_dir=CONF_DIR)
 
 
 def test_a_sweep_that_repeats_the_experiments_own_settings_is_refused_saying_so():
@@ -165,7 +166,7 @@ def test_a_sweep_that_repeats_the_experiments_own_settings_is_refused_saying_so(
     with pytest.raises(ValueError, match=r"advi_M1/seed0: .* they are the same run: a later "
                        r"override sets a key an earlier one set"):
         plan_workflow(experiments=["linreg_ard"], scale="smoke", seeds=[0],
-                      overrides=["method.grad_samples=1,10"])
+                      overrides=["method.grad_samples=1,10"], conf_dir=CONF_DIR)
 
 
 def test_runs_of_different_scales_never_share_a_folder(compose_run):
@@ -176,7 +177,8 @@ def test_runs_of_different_scales_never_share_a_folder(compose_run):
 
 
 def test_workflows_of_different_scales_plan_disjoint_runs_and_logs():
-    plans = [plan_workflow(experiments=["election88"], scale=scale, seeds=[0], overrides=[])
+    plans = [plan_workflow(experiments=["election88"], scale=scale, seeds=[0], overrides=[],
+                           conf_dir=CONF_DIR)
              for scale in ("smoke", "paper")]
     smoke, paper = ({run.trace for run in plan.runs} for plan in plans)
     assert smoke and paper and not smoke & paper
@@ -229,7 +231,7 @@ def test_each_paper_experiment_names_the_claim_it_tests_and_where_the_paper_show
 
 def test_a_sweep_in_an_experiments_method_list_gives_one_run_per_minibatch_size():
     plan = plan_workflow(experiments=["gmm_minibatch"], scale="paper", seeds=[0],
-                         overrides=[])
+                         overrides=[], conf_dir=CONF_DIR)
     (e6,) = plan.experiments
     assert e6.methods == ["advi_M1_B50", "advi_M1_B100", "advi_M1_B500", "advi_M1_B1000"]
     assert e6.reference_method == "advi_M1_B1000"
@@ -248,7 +250,7 @@ def test_e5_and_e6_share_their_data_and_a_model_hyperparameter_differs(compose_r
 
 def test_the_factor_figures_draw_the_first_seed_of_advi_and_vanish_without_it():
     plan = plan_workflow(experiments=["gamma_poisson_nmf", "dirichlet_exponential_nmf"],
-                         scale="paper", seeds=[2, 1], overrides=[])
+                         scale="paper", seeds=[2, 1], overrides=[], conf_dir=CONF_DIR)
     e3, e4 = plan.experiments
     assert (e3.factors.figure, e4.factors.figure) == ("fig5c_gamma_poisson_factors",
                                                       "fig5d_dirichlet_exponential_factors")
@@ -264,13 +266,13 @@ def test_the_factor_figures_draw_the_first_seed_of_advi_and_vanish_without_it():
     assert e4.factors.posterior_mean.endswith("advi_robust_M1/seed1/posterior_mean.npz")
     assert {job.path for job in plan.data.values()} == {"results/data/fetched/frey_faces"}
     only_nuts = plan_workflow(experiments=["gamma_poisson_nmf"], scale="paper", seeds=[0],
-                              overrides=["method=nuts"])
+                              overrides=["method=nuts"], conf_dir=CONF_DIR)
     assert only_nuts.experiments[0].factors is None
 
 
 def test_image_dir_switches_the_mixture_experiments_to_real_images_only(tmp_path):
     plan = plan_workflow(experiments=["linreg_ard", "gmm"], scale="smoke", seeds=[0],
-                         overrides=[f"data.image_dir={tmp_path}"])
+                         overrides=[f"data.image_dir={tmp_path}"], conf_dir=CONF_DIR)
     jobs = {job.source: job for job in plan.data.values()}
     assert jobs["imageclef"].image_dir == str(tmp_path) and jobs["simulate"].image_dir is None
     assert jobs["imageclef"].path.endswith("_heldout200.npy")
@@ -332,3 +334,11 @@ def test_experiments_of_two_models_may_not_simulate_into_one_file(tmp_path):
                                          r"one file, .*linreg_ard/seed0.*another data.name"):
         plan_workflow(experiments=["linreg_ard", "mine"], scale="smoke", seeds=[0],
                       overrides=[], conf_dir=conf)
+
+
+def test_an_entry_point_reads_the_conf_of_its_own_checkout(tmp_path):
+    assert checkout_conf(REPO_ROOT / "scripts" / "fit.py") == REPO_ROOT / "conf"
+    (tmp_path / "scripts").mkdir()
+    with pytest.raises(FileNotFoundError, match=rf"{tmp_path}/conf holds no config.yaml: "
+                                                r"fit.py runs from the scripts/"):
+        checkout_conf(tmp_path / "scripts" / "fit.py")

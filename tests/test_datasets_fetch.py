@@ -1,10 +1,17 @@
 """Fetching the real data: from the mirror, from upstream (derived byte for byte), checked."""
 
+import re
 
 import pytest
+import yaml
 from conftest import skip_unless_fetchable
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
 
 from advi_repro.planning.datasets import fetch as fetching
+from advi_repro.planning.paths import checkout_conf
+
+CONF = checkout_conf(__file__)
 
 MIRROR = fetching.default_mirror()
 needs_mirror = pytest.mark.skipif(MIRROR is None, reason="no data mirror")
@@ -93,7 +100,22 @@ def test_offline_without_a_mirror_the_error_names_mirror_dir_and_where_it_looked
     assert "could not download election88.data.json" in message
     assert "Name or service not known" in message
     assert ("set mirror_dir to a folder that holds election88/election88_full.csv, "
-            "election88_states.csv") in message
+            "election88_states.csv: snakemake ... --config 'overrides=[\"mirror_dir=") in message
+
+
+def test_the_offline_message_names_the_config_form_the_workflow_takes(tmp_path, monkeypatch):
+    monkeypatch.setattr(fetching.urllib.request, "urlopen", _offline)
+    monkeypatch.setattr(fetching, "DEFAULT_MIRROR", tmp_path / "shared" / "data")
+    with pytest.raises(OSError) as error:
+        fetching.fetch("election88", tmp_path / "results")
+    key, value = re.search(r"--config '(\w+)=(.*?)'", str(error.value)).groups()
+    default = yaml.safe_load((CONF / "workflow.yaml").read_text())
+    schema = str(CONF / "workflow.schema.yaml")
+    given = {**default, key: yaml.safe_load(value)}  # as snakemake --config parses it
+    validate(given, schema)
+    assert given["overrides"] == ["mirror_dir=/path/to/mirror"]
+    with pytest.raises(WorkflowError, match="Additional properties are not allowed"):
+        validate({**default, "mirror_dir": "/path/to/mirror"}, schema)  # the form it is not
 
 
 def test_tests_that_need_the_real_data_skip_offline_saying_how_to_set_the_mirror(

@@ -82,6 +82,13 @@ def test_relative_links_resolve(page):
     assert not broken, f"{page.relative_to(ROOT)}: " + "; ".join(broken)
 
 
+def test_the_documentation_index_lists_each_page_once():
+    index = ROOT / "docs" / "index.md"
+    listed = re.findall(r"^- \[[^\]]*\]\(([^)#]+)", index.read_text(), re.M)
+    assert len(listed) > 10
+    assert sorted(listed) == sorted(set(listed)), [p for p in listed if listed.count(p) > 1]
+
+
 def test_link_checker_sees_broken_links(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("# A title\n[ok](#a-title) [gone](missing.md) `[code](nowhere.md)`\n"
@@ -152,19 +159,33 @@ def test_readme_test_command_is_what_ci_runs():
         assert f'pip install -e ".[test]" && {command}' in readme, command
 
 
-def test_readme_example_runs_and_recovers_the_exact_posterior():
-    """The front page's example, run as printed: the Poisson rate's posterior is
-    Gamma(1 + sum x, 1 + n) (exponential prior of rate 1, conjugate)."""
-    readme = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"^```python\n(.*?)^```", readme, flags=re.DOTALL | re.MULTILINE)
-    assert len(blocks) == 1, "README.md should hold exactly one Python example"
+def _python_blocks(page: Path) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", page.read_text(),
+                      flags=re.DOTALL | re.MULTILINE)
+
+
+def _check_poisson_example(block: str, name: str) -> None:
+    """Runs ``block`` as printed, in a fresh namespace (every name it uses is its own): the
+    Poisson rate's draws match its posterior Gamma(1 + sum x, 1 + n) (exponential prior of
+    rate 1, conjugate)."""
     namespace: dict = {}
-    exec(compile(blocks[0], "README.md", "exec"), namespace)  # noqa: S102
+    exec(compile(block, name, "exec"), namespace)  # noqa: S102
     lam = np.asarray(namespace["draws"]["lam"])
     x = np.asarray(namespace["x"])
     shape, rate = 1 + x.sum(), 1 + x.size
     assert lam.shape == (1000,) and np.all(lam > 0)
     assert abs(lam.mean() - shape / rate) < np.sqrt(shape) / rate  # within one posterior sd
+
+
+def test_readme_example_runs_and_recovers_the_exact_posterior():
+    blocks = _python_blocks(ROOT / "README.md")
+    assert len(blocks) == 1, "README.md should hold exactly one Python example"
+    _check_poisson_example(blocks[0], "README.md")
+
+
+def test_the_library_pages_first_example_runs_as_printed():
+    _check_poisson_example(_python_blocks(ROOT / "docs" / "library" / "index.md")[0],
+                           "docs/library/index.md")
 
 
 def test_options_page_is_generated_from_the_code():

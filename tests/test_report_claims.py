@@ -161,6 +161,45 @@ def test_a_speed_verdict_says_when_advi_ends_well_above_nuts():
                                    "NUTS stopped short of it")
 
 
+REVERSE = "seconds_for_nuts_to_1pct_of_final"
+
+
+def test_where_nuts_ends_below_advi_the_verdict_reads_the_race_both_ways():
+    table = summary({"advi_M1": -655.8, "nuts": -831.7}, {"advi_M1": 6.3, "nuts": 62.9})
+    table["final_wall_s"] = [28.5, 400.0]
+    table[REVERSE] = [np.nan, 62.9]  # NUTS never came within 1% of -655.8
+    verdict = judge("E5", table)
+    assert verdict.held is False  # the criterion stays the speed-up to NUTS's final value
+    assert verdict.reason == (
+        "ADVI was 9.98x faster than NUTS, not the 100x the claim needs; ADVI (M=1) ended 176 "
+        "nats above NUTS's final value (more than 1%): NUTS stopped short of it, and did not "
+        "come within 1% of ADVI (M=1)'s final value before its runs ended (400 s)")
+    assert verdict.measured.endswith(
+        "speed-up of ADVI (M=1) over NUTS: 9.98x; seconds for NUTS to within 1% of ADVI "
+        "(M=1)'s final value: never (NUTS's runs ended at 400 s, ADVI (M=1)'s at 28.5 s)")
+    table[REVERSE] = [350.0, 62.9]  # came within 1% of it, then fell back
+    verdict = judge("E5", table)
+    assert verdict.held is False and verdict.reason.endswith(
+        "NUTS stopped short of it at the end, but came within 1% of ADVI (M=1)'s final value "
+        "after 350 s")
+    assert "ADVI (M=1)'s final value: 350 s (NUTS's runs" in verdict.measured
+
+
+def test_a_held_speed_claim_reads_the_race_both_ways_and_the_robust_row_its_own():
+    finals = {"advi_M1": -5.652, "advi_robust_M1": -4.91, "nuts": -558.0, "hmc": -559.6}
+    seconds = {"advi_M1": 1.47, "advi_robust_M1": 9.5, "nuts": 143.0, "hmc": 64.2}
+    table = summary(finals, seconds).assign(**{REVERSE: [np.nan, np.nan, 143.0, 0.0]})
+    experiment = ExperimentResult("dirichlet_exponential_nmf", "E4", table, "nuts", 0.01,
+                                  "fetch frey_faces")
+    rows = claims.claims_table(None, [experiment]).set_index("experiment")
+    stan = rows.loc["dirichlet_exponential_nmf"]
+    assert stan["held"] == "yes" and stan["verdict"].startswith("ADVI was 97.3x faster")
+    assert "did not come within 1% of ADVI (M=1)'s final value" in stan["verdict"]
+    robust = rows.loc["dirichlet_exponential_nmf (ADVI robust)"]
+    assert robust["held"] == "yes" and robust["verdict"].startswith("ADVI was 15.1x faster")
+    assert "did not come within 1% of advi_robust_M1's final value" in robust["verdict"]
+
+
 def test_experiment_facts_tell_the_stand_in_from_real_images():
     def info(minibatch_size, data, image_dir):
         return {"config": {"experiment": {"model": "gmm", "data": data},

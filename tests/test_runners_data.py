@@ -17,9 +17,11 @@ from advi_repro.models import gmm
 from advi_repro.planning.config import register, to_run
 from advi_repro.planning.data import data_path, describe_data, imageclef_features, prepare_data
 from advi_repro.planning.datasets import images
-from advi_repro.planning.paths import REPO_ROOT
-from advi_repro.planning.workflow import CONF_DIR, plan_workflow
+from advi_repro.planning.paths import REPO_ROOT, checkout_conf
+from advi_repro.planning.workflow import plan_workflow
 from advi_repro.runners.run import execute
+
+CONF_DIR = checkout_conf(__file__)  # this checkout's conf/
 
 NUM_IMAGES, NUM_HELDOUT = 12, 4
 
@@ -39,7 +41,7 @@ def image_dir(tmp_path):
 
 
 def compose_run(*overrides):
-    register()
+    register(CONF_DIR)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", list(overrides))
     return to_run(cfg), cfg
@@ -49,7 +51,8 @@ def test_the_rule_script_writes_standardised_histograms_of_the_images(tmp_path, 
     out = tmp_path / "results" / "data" / "imageclef" / "features.npy"
     plan = plan_workflow(experiments=["gmm"], scale="smoke", seeds=[0],
                          overrides=[f"data.image_dir={image_dir}",
-                                    f"experiment.scales.smoke.load.n_heldout={NUM_HELDOUT}"])
+                                    f"experiment.scales.smoke.load.n_heldout={NUM_HELDOUT}"],
+                         conf_dir=CONF_DIR)
     (job,) = plan.data.values()
     assert (job.image_dir, job.num_heldout) == (str(image_dir), NUM_HELDOUT)
     snakemake = SimpleNamespace(params=SimpleNamespace(job=job), output=[str(out)],

@@ -85,9 +85,24 @@ def test_summary_times_each_method_against_the_reference(traces):
     assert np.isnan(table.loc["hmc", "final_heldout_lpd_sd"])
 
 
+def test_the_summary_reads_the_race_the_other_way_round(tmp_path, trace_paths):
+    above = _write(tmp_path, "advi_robust_M1", "ADVI robust (M=1)", 0,
+                   [(100, 0.5, -0.8), (200, 1.0, -0.5)])
+    table = summary_table(read_traces([*trace_paths, above]), reference="nuts",
+                          tolerance=0.01).set_index("method")
+    column = "seconds_for_nuts_to_1pct_of_final"
+    # NUTS's mean curve: -2.1 at 2 s, -1.1 at 3 s
+    assert table.loc["advi_M1", column] == pytest.approx(3.0)  # within 1% of -1.1: -1.111
+    assert table.loc["hmc", column] == pytest.approx(2.0)  # within 1% of -3.0: -3.03
+    assert table.loc["nuts", column] == pytest.approx(3.0)  # its own final value
+    assert np.isnan(table.loc["advi_robust_M1", column])  # -0.5: NUTS never got there
+    assert table.loc["advi_robust_M1", "seconds_to_1pct_of_nuts"] == pytest.approx(0.5)
+
+
 def test_summary_without_the_reference_method_has_no_times(traces):
     table = summary_table(traces[traces["method"] != "nuts"], reference="nuts")
     assert table["seconds_to_1pct_of_nuts"].isna().all()
+    assert table["seconds_for_nuts_to_1pct_of_final"].isna().all()
     assert list(table["method"]) == ["advi_M1", "hmc"]
 
 

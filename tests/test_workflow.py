@@ -302,6 +302,7 @@ def test_offline_the_fetch_jobs_log_holds_the_error_naming_mirror_dir(tmp_path):
     assert f"the mirror (mirror_dir) {mirror}/election88 lacks election88_full.csv" in log
     assert "could not download election88.data.json" in log
     assert "set mirror_dir to a folder that holds election88/" in log
+    assert "--config 'overrides=[\"mirror_dir=/path/to/mirror\"]'" in log  # the form it used
 
 
 def test_the_only_lint_is_the_per_rule_conda_environment_that_the_snakefile_explains(tmp_path):

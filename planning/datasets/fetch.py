@@ -149,14 +149,20 @@ def fetch(
 def _offline_message(name: str, mirror: Path | None, missing: list[str], original: str,
                      error: OSError) -> str:
     """Why ``missing`` files of ``name`` could be neither copied nor downloaded, naming the
-    folder the mirror was looked for in and the option (``mirror_dir``) that sets it."""
+    folder the mirror was looked for in and the option (``mirror_dir``) that sets it, in the
+    forms that set it: the workflow's ``--config 'overrides=[...]'`` (a top-level
+    ``--config mirror_dir=...`` is refused by the workflow's config schema) and ``fit.py``'s
+    override."""
     if mirror is None:
         looked = (f"no data mirror: mirror_dir is not set and the default mirror "
                   f"{DEFAULT_MIRROR} does not exist")
     else:
         looked = f"the mirror (mirror_dir) {mirror / name} lacks {', '.join(missing)}"
     return (f"{looked}; downloading the original {original} to make them failed too: {error}."
-            f" Offline, set mirror_dir to a folder that holds {name}/{', '.join(missing)}")
+            f" Offline, set mirror_dir to a folder that holds {name}/{', '.join(missing)}:"
+            " snakemake ... --config 'overrides=[\"mirror_dir=/path/to/mirror\"]' (a Hydra"
+            " override, not --config mirror_dir=...), or python scripts/fit.py ..."
+            " mirror_dir=/path/to/mirror")
 
 
 def sha256_of(path: str | os.PathLike) -> str:
