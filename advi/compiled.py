@@ -90,9 +90,9 @@ class StartInfo(NamedTuple):
     (:func:`advi.precision.start_resolution`; 0 without a mode), and
     ``log_p_spacing``: float32's spacing of log p there, nats
     (:func:`advi.precision.log_p_spacing`; 0 without the Laplace start), and
-    ``unreached``: the start was refused with a mode in reach
-    (:attr:`advi.laplace.LaplaceStart.unreached`), and ``condition``: -H's condition number
-    where a refused start ended (:attr:`advi.laplace.LaplaceStart.condition`)."""
+    ``nonfinite``: the start's search met non-finite values
+    (:attr:`advi.laplace.LaplaceStart.nonfinite`), and ``condition``: -H's condition where a
+    refused start ended (:attr:`advi.laplace.LaplaceStart.condition`)."""
 
     laplace: bool
     steps: int
@@ -102,7 +102,7 @@ class StartInfo(NamedTuple):
     scaled: bool = False
     resolution: float = 0.0
     log_p_spacing: float = 0.0
-    unreached: bool = False
+    nonfinite: bool = False
     condition: float = math.nan
 
 
@@ -331,7 +331,7 @@ class CompiledADVI:
                              scaled=start.ok and done.laplace.precision is not None,
                              resolution=start_resolution(start),
                              log_p_spacing=log_p_spacing(start.log_p),
-                             unreached=start.unreached, condition=start.condition)
+                             nonfinite=start.nonfinite, condition=start.condition)
             if start.ok:
                 params = start.params
         return keys, done.begin(params), info

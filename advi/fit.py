@@ -12,6 +12,7 @@ Both run the compiled functions of :mod:`advi.compiled` in the one main loop of
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 import time
@@ -180,21 +181,51 @@ def fit(
     """
     o = resolve(preset, options)
     rng_key = raw_key(rng_key)
+    name = preset if isinstance(preset, str) else None
     with precision.scope(o.dtype):
         begun = _begin(model, model_args, model_kwargs, o, rng_key, clock)
     info = begun.start_info
     shortfall = precision.float32_shortfall(o.dtype, info.resolution, bool(info.laplace),
-                                            info.log_p_spacing, info.unreached,
-                                            info.condition)
+                                            info.log_p_spacing)
+    again = functools.partial(_in_float64, model, model_args, model_kwargs, o, rng_key, clock)
     if shortfall is not None:
-        logger.info("%s: the fit runs again in float64 (dtype='auto')", shortfall)
-        with precision.scope("float64"):
-            again = _begin(model, model_args, model_kwargs, o, rng_key, clock)
-        begun = again._replace(compile_s=begun.compile_s + again.compile_s,
-                               start_s=begun.start_s + again.start_s, promoted=shortfall)
+        begun = again(begun, shortfall)
+    doubtful = functools.partial(precision.float32_doubt, o.dtype, begun.promoted,
+                                 info.nonfinite, info.condition)
+    with warnings.catch_warnings(record=True) as caught:  # kept unless the fit is redone
+        warnings.simplefilter("always")
+        result = _finish_in_scope(begun, o, checkpoint, clock, progress_bar, name)
+    doubt = doubtful(result.warnings, result.redraws, bool(result.restarts))
+    if doubt is None:
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return result
+    begun = again(begun, doubt, spent=result)
+    return _finish_in_scope(begun, o, checkpoint, clock, progress_bar, name)
+
+
+def _in_float64(model: Callable | Target, model_args: tuple, model_kwargs: dict | None,
+                o: Options, rng_key: Array, clock: Clock, begun: _Begun, reason: str,
+                spent: ADVIResult | None = None) -> _Begun:
+    """The fit begun again in float64 because ``reason`` (``dtype="auto"``); its seconds
+    add those of ``begun`` and, where a float32 fit ``spent`` was run and discarded, its
+    compilation and wall time (so that the new fit's times continue from it)."""
+    logger.info("%s: the fit runs again in float64 (dtype='auto')", reason)
+    with precision.scope("float64"):
+        again = _begin(model, model_args, model_kwargs, o, rng_key, clock)
+    compile_s = begun.compile_s + again.compile_s
+    start_s = begun.start_s + again.start_s
+    if spent is not None:
+        compile_s, start_s = compile_s + spent.compile_s - begun.compile_s, start_s + (
+            spent.wall_s - begun.start_s)
+    return again._replace(compile_s=compile_s, start_s=start_s, promoted=reason)
+
+
+def _finish_in_scope(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock,
+                     progress_bar: bool | None, preset: str | None) -> ADVIResult:
+    """:func:`_finish` in the precision of the begun fit's parameters, with its bar."""
     with precision.scope_of(begun.state0.params), Progress(progress_bar, o.max_iter) as bar:
-        return _finish(begun, o, checkpoint, clock, bar,
-                       preset=preset if isinstance(preset, str) else None)
+        return _finish(begun, o, checkpoint, clock, bar, preset=preset)
 
 
 class _Begun(NamedTuple):

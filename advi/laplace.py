@@ -67,7 +67,7 @@ from jax import Array
 from jax.typing import ArrayLike
 
 from .families import Family, FullRankParams, MeanFieldParams
-from .lbfgs import RUNAWAY, Search, find_mode, mode_search
+from .lbfgs import RUNAWAY, HostSearch, Search, find_mode, mode_search
 
 LAPLACE_MAX_STEPS = 1300
 """L-BFGS iterations allowed for the mode by the host's search (K <= ``hessian_max_dim``),
@@ -135,12 +135,13 @@ class LaplaceStart(NamedTuple):
         log_p: float, log p (nats) at the returned point.
         newton_sd: float, the largest Newton step |((-H)^-1 g)_k| there in Laplace sds (inf
             where -H is not positive definite or not formed).
-        stalled: bool, some stage of the host's search ended short of its step cap with
-            its test neither met nor run away: its line search found no increase of log p
-            (float rounding, or non-finite values next to the path).
-        condition: float, max |eigenvalue| / min |eigenvalue| of -H where a refused
-            start's search ended (nan where accepted or -H not formed): above 1 / eps of
-            the float type, its curvature is not resolved in that type.
+        nonfinite: bool, the host's search met a non-finite log p or gradient at a point
+            it tried (float32 overflow, or a Cholesky factor that float32 cannot form).
+        condition: float, max |eigenvalue| / |smallest eigenvalue| of -H where a refused
+            start's search ended (nan where accepted or -H not formed): how near -H is to
+            singular at its least curved direction. Above 1 / eps of the float type, the
+            sign of that curvature is rounding in that type; a funnel's clearly negative
+            curvature keeps it small.
     """
 
     params: Any
@@ -150,15 +151,8 @@ class LaplaceStart(NamedTuple):
     sd: np.ndarray
     log_p: float = float("nan")
     newton_sd: float = float("inf")
-    stalled: bool = False
+    nonfinite: bool = False
     condition: float = float("nan")
-
-    @property
-    def unreached(self) -> bool:
-        """Refused, yet not for want of a mode: -H was positive definite where the search
-        ended (a finite Newton step, too long), or the search stalled. Float rounding is a
-        likely cause (:func:`advi.precision.float32_shortfall`)."""
-        return not self.ok and (math.isfinite(self.newton_sd) or self.stalled)
 
 
 class LogDensityFunctions(NamedTuple):
@@ -275,7 +269,7 @@ class _Staged(NamedTuple):
     steps: int  # over all stages
     reached: bool  # some stage ended with its gradient test met
     refused: bool = False  # no mode to find: no later stage ran
-    stalled: bool = False  # some host stage ended short of its cap, neither met nor run away
+    nonfinite: bool = False  # a host stage met non-finite values
 
 
 def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: Any,
@@ -283,7 +277,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
     """The stages of the module docstring."""
     value_and_grad = _host(fns.value_and_grad, data, dtype)
     zeta, precision, scale, steps = np.asarray(zeta0, np.float64), None, 1.0, 0
-    reached = stalled = False
+    reached = nonfinite = False
     stages = LAPLACE_STAGES if fns.precision is not None or fns.diagonal is not None else 1
     for stage in range(stages):
         cap = max_steps // stages if stage < stages - 1 else max_steps - steps
@@ -292,14 +286,13 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
             shift, met, used, refused = _compiled_stage(fns.search, zeta, scale, cap, abs_tol,
                                                         data, dtype)
             zeta = zeta + scale * shift
-        elif stage == 0:
-            zeta, met, used, ran_away = _first_host_stage(fns, zeta, cap, data, dtype)
         else:
-            zeta, met, used, ran_away = _host_stage(value_and_grad, zeta,
-                                                    _whitening(precision, zeta.size)[0], cap,
-                                                    abs_tol)
+            found = (_first_host_stage(fns, zeta, cap, data, dtype) if stage == 0 else
+                     _host_stage(value_and_grad, zeta, _whitening(precision, zeta.size)[0],
+                                 cap, abs_tol))
+            zeta, met, used, ran_away = found[:4]
+            nonfinite = nonfinite or found.nonfinite
         steps, reached = steps + used, reached or met
-        stalled = stalled or (fns.search is None and not (met or ran_away) and used < cap)
         if refused:  # the compiled search found no step: no mode
             return _Staged(zeta, None, scale, steps, False, True)
         if fns.precision is not None:
@@ -308,7 +301,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
                 break  # towards a singularity where -H is not definite: no mode to find
         elif fns.diagonal is not None:
             scale = common_scale(fns, zeta, data, dtype)
-    return _Staged(zeta, precision, scale, steps, reached, stalled=stalled)
+    return _Staged(zeta, precision, scale, steps, reached, nonfinite=nonfinite)
 
 
 def _precision(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any
@@ -320,30 +313,30 @@ def _precision(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any
 
 
 def _host_stage(value_and_grad: Callable, zeta: np.ndarray, whiten: np.ndarray, cap: int,
-                abs_tol: float) -> tuple[np.ndarray, bool, int, bool]:
-    """One stage of the host's search in coordinates whitened by ``whiten``: (zeta where it
-    ended, test met, iterations, ran away)."""
+                abs_tol: float) -> HostSearch:
+    """One stage of the host's search in coordinates whitened by ``whiten``, from ``zeta``:
+    :class:`advi.lbfgs.HostSearch` with ``zeta`` where it ended (zeta-space)."""
     found = find_mode(_whitened(value_and_grad, zeta, whiten), np.zeros_like(zeta), cap,
                       GRAD_RTOL, abs_tol, RUNAWAY)
-    return zeta + _times(whiten, found.zeta), found.converged, found.steps, found.ran_away
+    return found._replace(zeta=zeta + _times(whiten, found.zeta))
 
 
 def _first_host_stage(fns: LogDensityFunctions, zeta: np.ndarray, cap: int, data: Any,
-                      dtype: Any) -> tuple[np.ndarray, bool, int, bool]:
-    """The first stage on the host (:func:`_host_stage`'s values): unwhitened for up to
+                      dtype: Any) -> HostSearch:
+    """The first stage on the host (as :func:`_host_stage`): unwhitened for up to
     :data:`UNWHITENED_STEPS_PER_DIM` K steps; where that ended short of its test (neither
     met nor run away), the rest of the stage is whitened by the curvature there (by |-H|
     where -H is not positive definite: :func:`_whitening`)."""
     value_and_grad = _host(fns.value_and_grad, data, dtype)
     rental = cap if fns.precision is None else min(
         cap, math.ceil(UNWHITENED_STEPS_PER_DIM * zeta.size))
-    zeta, met, used, ran_away = _host_stage(value_and_grad, zeta, np.ones(zeta.size), rental,
-                                            0.0)
-    if met or ran_away or used >= cap or fns.precision is None:
-        return zeta, met, used, ran_away
-    whiten, _ = _whitening(_precision(fns, zeta, data, dtype), zeta.size)
-    zeta, met, more, ran_away = _host_stage(value_and_grad, zeta, whiten, cap - used, 0.0)
-    return zeta, met, used + more, ran_away
+    first = _host_stage(value_and_grad, zeta, np.ones(zeta.size), rental, 0.0)
+    if first.converged or first.ran_away or first.steps >= cap or fns.precision is None:
+        return first
+    whiten, _ = _whitening(_precision(fns, first.zeta, data, dtype), zeta.size)
+    rest = _host_stage(value_and_grad, first.zeta, whiten, cap - first.steps, 0.0)
+    return rest._replace(steps=first.steps + rest.steps,
+                         nonfinite=first.nonfinite or rest.nonfinite)
 
 
 def _whitened(value_and_grad: Callable, base: np.ndarray, whiten: np.ndarray) -> Callable:
@@ -370,12 +363,13 @@ def _compiled_stage(search: Callable[..., Search], zeta: np.ndarray, scale: floa
 
 
 def _condition(precision: np.ndarray) -> float:
-    """max |eigenvalue| / min |eigenvalue| of a symmetric matrix (inf where singular, nan
-    where not finite)."""
+    """max |eigenvalue| / |smallest eigenvalue| of a symmetric matrix (inf where singular,
+    nan where not finite): :attr:`LaplaceStart.condition`."""
     if not np.all(np.isfinite(precision)):
         return math.nan
-    size = np.abs(np.linalg.eigvalsh(precision))
-    return float(np.max(size) / np.min(size)) if np.min(size) > 0 else math.inf
+    eigenvalues = np.linalg.eigvalsh(precision)
+    least = abs(float(eigenvalues[0]))
+    return float(np.max(np.abs(eigenvalues))) / least if least > 0 else math.inf
 
 
 def _newton_sd(precision: np.ndarray, grad: np.ndarray) -> tuple[bool, np.ndarray]:
@@ -413,7 +407,7 @@ def laplace_start(
     dtype = np.asarray(zeta0).dtype  # jnp.result_type would read this thread's x64 flag
     if max_steps is None:
         max_steps = LAPLACE_MAX_STEPS if fns.search is None else SEARCH_MAX_STEPS
-    mode, precision, common, steps, reached, refused, stalled = _staged_mode(
+    mode, precision, common, steps, reached, refused, nonfinite = _staged_mode(
         fns, np.asarray(zeta0), data, dtype, max_steps)
     value, grad = (np.asarray(a, np.float64)
                    for a in fns.value_and_grad(_cast(mode, dtype), data))
@@ -440,6 +434,6 @@ def laplace_start(
     if family.name == "fullrank":
         scale = np.diag(sd) if scale is None else scale
         return LaplaceStart(FullRankParams(mu, _cast(scale, dtype)), ok, steps, grad_norm, sd,
-                            float(value), newton, stalled, condition)
+                            float(value), newton, nonfinite, condition)
     return LaplaceStart(MeanFieldParams(mu, _cast(np.log(sd), dtype)), ok, steps, grad_norm,
-                        sd, float(value), newton, stalled, condition)
+                        sd, float(value), newton, nonfinite, condition)

@@ -240,12 +240,14 @@ class HostSearch(NamedTuple):
         converged: bool, the gradient test holds there.
         steps: int, L-BFGS iterations run.
         ran_away: bool, the runaway test ended the search.
+        nonfinite: bool, some point the search tried had a non-finite log p or gradient.
     """
 
     zeta: np.ndarray
     converged: bool
     steps: int
     ran_away: bool = False
+    nonfinite: bool = False
 
 
 def find_mode(
@@ -274,12 +276,13 @@ def find_mode(
         :class:`HostSearch`. Non-finite values end the search at the last finite point.
     """
     best: dict[str, Any] = {"zeta": np.asarray(zeta0, np.float64), "value": -np.inf,
-                            "least": math.inf, "ran_away": False}
+                            "least": math.inf, "ran_away": False, "nonfinite": False}
 
     def loss(zeta: np.ndarray) -> tuple[float, np.ndarray]:
         value, grad = value_and_grad(zeta)
         value, grad = float(value), np.asarray(grad, np.float64)
         if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+            best["nonfinite"] = True
             return np.inf, np.zeros_like(zeta)
         if value > best["value"]:
             best.update(zeta=zeta.copy(), value=value, grad=grad)
@@ -305,6 +308,6 @@ def find_mode(
         options={"maxiter": max_steps, "gtol": 0.0, "ftol": 0.0, "maxls": 40},
     )
     if "grad" not in best:
-        return HostSearch(best["zeta"], False, int(out.nit))
+        return HostSearch(best["zeta"], False, int(out.nit), nonfinite=best["nonfinite"])
     return HostSearch(best["zeta"], small(best["grad"], best["value"]), int(out.nit),
-                      best["ran_away"])
+                      best["ran_away"], best["nonfinite"])

@@ -130,8 +130,8 @@ def _extra_modes(fns: LogDensityFunctions, start: LaplaceStart, family: Family, 
                 value, grad = value_and_grad(init + scale @ u)
                 return value, scale.T @ np.asarray(grad, np.float64)
 
-        shift, converged, used, _ = find_mode(whitened, np.zeros(here.size),
-                                              EXTRA_START_STEPS, GRAD_RTOL)
+        shift, converged, used = find_mode(whitened, np.zeros(here.size),
+                                           EXTRA_START_STEPS, GRAD_RTOL)[:3]
         zeta = init + scale @ shift
         steps += used
         value = float(value_and_grad(zeta)[0])

@@ -54,8 +54,9 @@ spacing of log p exceeds this many nats."""
 
 CONDITION_RESOLVED = 0.1
 """``dtype="auto"`` refits in float64 when a refused Laplace start ended where -H's condition
-number times float32's eps (1.2e-7) exceeds this: the smallest eigenvalues' signs are then
-rounding (an uncentred trend: 1e11 there; a centred hierarchy's funnel: well below 1e6)."""
+(:attr:`advi.laplace.LaplaceStart.condition`) times float32's eps (1.2e-7) exceeds this:
+the sign of its least curvature is then rounding (an uncentred trend: 1e11 there; E2's
+funnel: 1e3-1e4, its least curvature clearly negative)."""
 
 
 MATMUL_PRECISION = "highest"
@@ -150,9 +151,9 @@ def log_p_spacing(log_p: float) -> float:
 
 
 def float32_shortfall(dtype: str | None, resolution_sd: float, start_ok: bool,
-                      log_p_spacing_nats: float, unreached: bool = False,
-                      condition: float = float("nan")) -> str | None:
-    """Why a fit run in JAX's current default float must run again in float64, or None.
+                      log_p_spacing_nats: float) -> str | None:
+    """Why a fit run in JAX's current default float must run again in float64 before its
+    main loop, or None.
 
     Only with ``dtype="auto"`` where that default is float32. Either float32 cannot
     represent q's mean to :data:`RESOLUTION_SD` of its sd at the start's mode
@@ -161,17 +162,7 @@ def float32_shortfall(dtype: str | None, resolution_sd: float, start_ok: bool,
     :data:`LOG_P_SPACING` nats apart at the best point L-BFGS reached
     (``log_p_spacing_nats``, :func:`log_p_spacing`): its line search then sees no decrease
     and stops far from the mode (a normal mean of 1e8: log p = -5e17 at the start, whose
-    float32 spacing is 3e10 nats). Or the start was refused with a mode in reach
-    (``unreached``, :attr:`advi.laplace.LaplaceStart.unreached`: -H positive definite where
-    L-BFGS ended, or its line search stalled), which float32's rounding explains on
-    posteriors it cannot resolve whatever their scale: a regression on an uncentred
-    predictor (intercept and slope correlated -0.9998, -H's eigenvalues 1e-2 .. 1e9), a
-    Gaussian process whose covariance has a 1e-10 jitter (its Cholesky factor not finite
-    in float32 near the mode). Or the start was refused where -H's condition number
-    exceeds :data:`CONDITION_RESOLVED` / float32's eps (``condition``): its curvature, and
-    so the sign of its smallest eigenvalues, is rounding there. A centred hierarchy's
-    funnel (-H indefinite, and resolved, where the search ran away) is refused in any
-    precision and is not promoted.
+    float32 spacing is 3e10 nats).
     """
     if dtype != "auto" or jnp.result_type(float) != jnp.float32:
         return None
@@ -180,9 +171,40 @@ def float32_shortfall(dtype: str | None, resolution_sd: float, start_ok: bool,
     if not start_ok and log_p_spacing_nats > LOG_P_SPACING:
         return (f"float32 resolves log p to only {log_p_spacing_nats:.2g} nats where the "
                 "Laplace start's L-BFGS stopped")
-    if not start_ok and unreached:
-        return "float32's Laplace start stopped short of a mode it could not resolve"
-    if not start_ok and condition * np.finfo(np.float32).eps > CONDITION_RESOLVED:
-        return (f"float32 cannot resolve the curvature where the Laplace start stopped "
-                f"(condition number {condition:.2g})")
+    return None
+
+
+def float32_doubt(dtype: str | None, promoted: str | None, nonfinite: bool, condition: float,
+                  notes: tuple[str, ...], redraws: int | None, restarted: bool) -> str | None:
+    """Why a float32 fit that ended with warnings must be redone in float64, or None.
+
+    Only with ``dtype="auto"``, where the fit ran in float32 (JAX's default, not already
+    promoted) and ended with warnings (``notes``: the end-of-fit checks, max_iter, ...), and
+    float32 is a likely cause:
+
+    - the Laplace start's search met non-finite values (``nonfinite``): a Gaussian process
+      whose covariance has a 1e-10 jitter, whose Cholesky factor float32 cannot form near
+      the mode;
+    - -H's condition where a refused start ended (``condition``,
+      :attr:`advi.laplace.LaplaceStart.condition`) times float32's eps exceeds
+      :data:`CONDITION_RESOLVED`: the sign of its least curvature is rounding there (a
+      regression on an uncentred predictor, intercept and slope correlated -0.9998: 1e11);
+    - the main loop met non-finite draws (``redraws`` > 0, or ``restarted``).
+
+    Each signal alone also fires on fits that float64 would not mend (E2's centred funnel
+    meets overflows in its start's line searches and, at some seeds, a condition of 3e7),
+    which end without warnings: the warnings gate the redo, so that only a fit that
+    float32 has plausibly spoiled pays for float64.
+    """
+    if dtype != "auto" or promoted is not None or not notes:
+        return None
+    if jnp.result_type(float) != jnp.float32:
+        return None
+    if nonfinite:
+        return "the float32 fit warned, and its Laplace start met non-finite log densities"
+    if condition * np.finfo(np.float32).eps > CONDITION_RESOLVED:
+        return ("the float32 fit warned, and float32 cannot resolve the curvature where its "
+                f"Laplace start stopped (condition {condition:.2g})")
+    if redraws or restarted:
+        return "the float32 fit warned after non-finite draws"
     return None

@@ -39,7 +39,7 @@ import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import suite_table
@@ -68,78 +68,100 @@ def score(draws: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> dict[str, Any]
 
 
 # ----------------------------------------------------------------------------------------
-# The methods: each fits a problem with a seed and returns (draws dict, warnings)
+# The methods: each fits a problem with a seed, timing the fit alone on ``clock``
 # ----------------------------------------------------------------------------------------
 
 
-def _advi(problem: suite_targets.Problem, seed: int, **options: Any
-          ) -> tuple[dict, list[str]]:
+class Fit(NamedTuple):
+    """A method's fit: constrained draws (dict of (S, ...) arrays), its warnings, its wall
+    seconds (the fit alone: not its draws or k-hat), and for ADVI its start and k-hat."""
+
+    draws: dict
+    notes: list[str]
+    seconds: float
+    start: str | None = None
+    khat: float | None = None
+
+
+Clock = Callable[[], float]
+
+
+def _advi(problem: suite_targets.Problem, seed: int, clock: Clock, **options: Any) -> Fit:
     import jax
 
     import advi
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        begun = clock()
         result = advi.fit(problem.model, *problem.args, rng_key=jax.random.PRNGKey(seed),
                           progress_bar=False, **options)
+        seconds = clock() - begun
         draws = result.sample(jax.random.PRNGKey(seed + 10_000), NUM_DRAWS)
     notes = list(result.warnings) + [
         str(w.message) for w in caught
         if issubclass(w.category, RuntimeWarning) and f"{os.sep}advi{os.sep}" in w.filename
         and str(w.message) not in result.warnings]
-    return jax.device_get(draws), notes
+    khat = result.pareto_khat
+    return Fit(jax.device_get(draws), notes, seconds, result.start,
+               None if khat is None else float(khat))
 
 
-def _svi(problem: suite_targets.Problem, seed: int) -> tuple[dict, list[str]]:
+def _svi(problem: suite_targets.Problem, seed: int, clock: Clock) -> Fit:
     import jax
     from numpyro.infer import SVI, Predictive, Trace_ELBO
     from numpyro.infer.autoguide import AutoNormal
     from numpyro.optim import Adam
 
+    begun = clock()
     guide = AutoNormal(problem.model)
     svi = SVI(problem.model, guide, Adam(SVI_LR), Trace_ELBO())
     out = svi.run(jax.random.PRNGKey(seed), SVI_STEPS, *problem.args, progress_bar=False)
-    draws = Predictive(guide, params=out.params, num_samples=NUM_DRAWS)(
+    params = jax.block_until_ready(out.params)
+    seconds = clock() - begun
+    draws = Predictive(guide, params=params, num_samples=NUM_DRAWS)(
         jax.random.PRNGKey(seed + 10_000), *problem.args)
-    return jax.device_get(draws), []
+    return Fit(jax.device_get(draws), [], seconds)
 
 
-def _nuts(problem: suite_targets.Problem, seed: int) -> tuple[dict, list[str]]:
+def _nuts(problem: suite_targets.Problem, seed: int, clock: Clock) -> Fit:
     import jax
     from numpyro.infer import MCMC, NUTS
 
+    begun = clock()
     mcmc = MCMC(NUTS(problem.model), num_warmup=NUTS_WARMUP, num_samples=NUTS_SAMPLES,
                 progress_bar=False)
     mcmc.run(jax.random.PRNGKey(seed), *problem.args)
-    return jax.device_get(mcmc.get_samples()), []
+    draws = jax.device_get(mcmc.get_samples())
+    return Fit(draws, [], clock() - begun)
 
 
-FITS: dict[str, Callable[[suite_targets.Problem, int], tuple[dict, list[str]]]] = {
-    "advi_stan": lambda p, s: _advi(p, s, preset="stan"),
-    "advi_robust": lambda p, s: _advi(p, s, preset="robust"),
-    "advi_robust_fullrank": lambda p, s: _advi(p, s, preset="robust", family="fullrank"),
+FITS: dict[str, Callable[[suite_targets.Problem, int, Clock], Fit]] = {
+    "advi_stan": lambda p, s, c: _advi(p, s, c, preset="stan"),
+    "advi_robust": lambda p, s, c: _advi(p, s, c, preset="robust"),
+    "advi_robust_fullrank": lambda p, s, c: _advi(p, s, c, preset="robust", family="fullrank"),
     "svi": _svi,
     "nuts": _nuts,
 }
 
 
 def run_one(target: str, method: str, seed: int, problem: suite_targets.Problem,
-            clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
+            clock: Clock = time.perf_counter) -> dict[str, Any]:
     """One fit of ``problem`` by ``method`` with ``seed``, scored: a row of the table
-    (module docstring; ``seconds`` is this fit's wall time, compilation included where the
+    (module docstring; ``seconds`` is the fit's wall time, compilation included where the
     process had not compiled it yet)."""
     row: dict[str, Any] = {"target": target, "method": method, "seed": seed,
                            "dim": problem.dim, "warned": False, "raised": None, "notes": []}
-    start = clock()
+    begun = clock()
     try:
-        draws, notes = FITS[method](problem, seed)
+        fit = FITS[method](problem, seed, clock)
     except Exception as err:  # a fit that raises is a result of the suite, not its failure
-        row.update(seconds=clock() - start, raised=f"{type(err).__name__}: {str(err)[:200]}",
+        row.update(seconds=clock() - begun, raised=f"{type(err).__name__}: {str(err)[:200]}",
                    rms_z=math.nan, max_z=math.nan, log_sd=math.nan, nonfinite=False)
         return row
-    row["seconds"] = clock() - start
-    row.update(score(problem.quantities(draws), problem.mean, problem.sd))
-    row.update(warned=bool(notes), notes=[n[:200] for n in notes])
+    row.update(seconds=fit.seconds, start=fit.start, khat=fit.khat)
+    row.update(score(problem.quantities(fit.draws), problem.mean, problem.sd))
+    row.update(warned=bool(fit.notes), notes=[n[:200] for n in fit.notes])
     return row
 
 

@@ -2,6 +2,7 @@
 normal mean on unstandardised data, in float64 where float32 cannot
 resolve it, and a float64 result stays float64 outside the fit."""
 
+import functools
 import warnings
 
 import jax
@@ -72,29 +73,47 @@ def test_shortfall_only_for_auto_in_float32():
         assert precision.float32_shortfall("auto", 0.5, True, 0.0) is None
 
 
-def test_shortfall_where_a_refused_start_had_a_mode_in_reach_or_unresolved_curvature():
-    """A refused start with a mode in reach (-H definite, or a stalled search) or with -H
-    conditioned beyond float32's resolution promotes; a resolved funnel does not."""
-    assert "short of a mode" in precision.float32_shortfall("auto", 0.0, False, 0.0, True)
-    assert precision.float32_shortfall("auto", 0.0, True, 0.0, True) is None  # accepted
-    assert "condition number 2e+11" in precision.float32_shortfall(
-        "auto", 0.0, False, 0.0, False, 2e11)
-    assert precision.float32_shortfall("auto", 0.0, False, 0.0, False, 1e4) is None
-    assert precision.float32_shortfall("auto", 0.0, False, 0.0) is None  # no Hessian
-
-
-def test_a_refused_laplace_start_reports_its_condition_and_a_mode_in_reach():
-    """On N(0, diag(1, 1e-12)) stopped after one step, -H is definite (a mode in reach,
-    ``unreached``) and its condition number is 1e12; an accepted start reports neither."""
-    fns = advi.log_density_functions(
-        lambda z, d: -0.5 * (z[0] ** 2 + 1e12 * z[1] ** 2), 2)
+def test_doubt_redoes_only_a_float32_fit_that_warned_with_a_precision_signal():
+    """A float32 fit that warned is redone where its start met non-finite values, where
+    -H's condition is beyond float32's resolution, or where its loop met non-finite
+    draws; a fit with no warnings, or one already promoted, or with no signal, is not."""
+    notes = ("max_iter=10000 reached",)
+    doubt = functools.partial(precision.float32_doubt, "auto", None)
+    assert "non-finite log densities" in doubt(True, float("nan"), notes, 0, False)
+    assert "condition 2e+11" in doubt(False, 2e11, notes, 0, False)
+    assert "non-finite draws" in doubt(False, 1e4, notes, 3, False)
+    assert "non-finite draws" in doubt(False, float("nan"), notes, 0, True)
+    assert doubt(True, 2e11, (), 3, True) is None  # no warning: nothing to mend
+    assert doubt(False, 1e4, notes, 0, False) is None  # a clearly indefinite -H: a funnel
+    assert precision.float32_doubt("auto", "promoted", True, 2e11, notes, 0, False) is None
+    assert precision.float32_doubt(None, None, True, 2e11, notes, 0, False) is None
     with jax.enable_x64(True):
-        start = advi.laplace_start(fns, advi.MEANFIELD, np.array([3.0, 1e5]), None,
-                                   max_steps=1)
-        done = advi.laplace_start(fns, advi.MEANFIELD, np.array([3.0, 0.0]), None)
-    assert not start.ok and start.unreached
-    assert start.condition == pytest.approx(1e12, rel=1e-6)
-    assert done.ok and not done.unreached and np.isnan(done.condition)
+        assert doubt(True, 2e11, notes, 3, True) is None
+
+
+def test_a_refused_laplace_start_reports_the_condition_of_its_least_curvature():
+    """Stopped after one step on N(0, diag(1, 1e-12)), -H's condition is 1e12; on a
+    saddle with curvatures (1, -0.5) it is 2 (the negative curvature is clear); an accepted
+    start reports none; a search through non-finite values says so."""
+    def saddle(z, d):
+        return -0.5 * (z[0] ** 2 - 0.5 * z[1] ** 2)
+
+    def walled(z, d):  # -inf beyond z_0 = 2: the line search steps over the wall
+        return jnp.where(z[0] < 2.0, -0.5 * jnp.sum((z - 10.0) ** 2), -jnp.inf)
+
+    with jax.enable_x64(True):
+        cases = [advi.laplace_start(advi.log_density_functions(f, 2), advi.MEANFIELD,
+                                    np.array(z0), None, max_steps=steps)
+                 for f, z0, steps in (
+                     (lambda z, d: -0.5 * (z[0] ** 2 + 1e12 * z[1] ** 2), [3.0, 1e5], 1),
+                     (saddle, [3.0, 1.0], 1),
+                     (lambda z, d: -0.5 * (z[0] ** 2 + 1e12 * z[1] ** 2), [3.0, 0.0], None),
+                     (walled, [0.0, 0.0], None))]
+    ill, indefinite, done, wall = cases
+    assert not ill.ok and ill.condition == pytest.approx(1e12, rel=1e-6)
+    assert not indefinite.ok and indefinite.condition == pytest.approx(2.0)
+    assert done.ok and np.isnan(done.condition) and not done.nonfinite
+    assert wall.nonfinite and not ill.nonfinite
 
 
 def test_scope_sets_the_default_float_and_restores_it():
