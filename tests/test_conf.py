@@ -209,7 +209,7 @@ def test_the_workflow_runs_every_experiment_by_default():
     assert "experiments" not in config  # no list to extend: every conf/experiment/*.yaml
     assert experiment_names(CONF_DIR) == EXPERIMENTS == [
         "dirichlet_exponential_nmf", "election88", "gamma_poisson_nmf", "gmm",
-        "gmm_minibatch", "linreg_ard"]
+        "gmm_minibatch", "gmm_minibatch_10x", "linreg_ard"]
 
 
 def test_an_experiment_naming_no_model_module_is_refused_naming_the_valid_ones(compose_run):
@@ -223,7 +223,8 @@ def test_each_paper_experiment_names_the_claim_it_tests_and_where_the_paper_show
     claims = {name: compose_run(f"experiment={name}").experiment for name in EXPERIMENTS}
     assert {name: e.claim_id for name, e in claims.items()} == {
         "linreg_ard": "E1", "election88": "E2", "gamma_poisson_nmf": "E3",
-        "dirichlet_exponential_nmf": "E4", "gmm": "E5", "gmm_minibatch": "E6"}
+        "dirichlet_exponential_nmf": "E4", "gmm": "E5", "gmm_minibatch": "E6",
+        "gmm_minibatch_10x": None}
     assert all(e.paper_code.startswith("Appendix ") for e in claims.values())
 
 
