@@ -20,7 +20,9 @@ Prefetch: one worker thread of the standard library (:mod:`concurrent.futures`) 
 next pool and copies it to the device (``jax.device_put``) while the device runs the
 current one. Reading from a memory map maps the rows' pages into the process; the reader
 drops them again every :data:`PIECE_ROWS` rows (``madvise(MADV_DONTNEED)``), so that the
-process's resident memory holds a pool or two, whatever N.
+process's resident memory holds a pool or two, whatever N, and advises the kernel that
+reads are random (``MADV_RANDOM``: a file larger than memory is read a row's pages at a
+time, not 128 KiB around each).
 
 Several devices: ``advi.stream(path, devices=jax.devices())`` lays every minibatch's B
 indices out over the devices (``jax.sharding.NamedSharding`` over a one-axis mesh
@@ -45,9 +47,10 @@ from .compiled import CompiledADVI, CompileSpec
 from .options import Options
 from .target import Target, from_numpyro
 
-PIECE_ROWS = 1024
+PIECE_ROWS = 256
 """Rows read from a memory map between two ``madvise(MADV_DONTNEED)`` calls: the pages the
-reader maps stay below this many rows' (times the kernel's fault-around, 16 pages)."""
+reader maps stay below this many rows' (times the kernel's fault-around, up to 16 pages
+a row: 16 MiB)."""
 
 STREAM_SALT = 0x5743
 """Folded into the fit's key for the pools' NumPy generator."""
@@ -152,6 +155,8 @@ def read_rows(array: np.ndarray, rows: np.ndarray, name: str) -> np.ndarray:
     out = _aligned_empty((rows.shape[0], *array.shape[1:]), array.dtype)
     mapped = _mapping(array)
     drop = getattr(mmap, "MADV_DONTNEED", None)
+    if mapped is not None and hasattr(mmap, "MADV_RANDOM"):
+        mapped.madvise(mmap.MADV_RANDOM)  # no read-around: a row costs a page or two of I/O
     for start in range(0, rows.shape[0], PIECE_ROWS):
         piece = rows[start:start + PIECE_ROWS]
         np.take(array, piece, axis=0, out=out[start:start + PIECE_ROWS])
