@@ -55,23 +55,35 @@ def test_a_pool_of_every_row_is_the_in_memory_target():
         assert float(pooled.log_density(zeta, key)) == float(memory.log_density(zeta, key))
 
 
-def test_streamed_log_likelihood_is_unbiased():
+@pytest.mark.parametrize("block_rows", [1, 8])
+def test_streamed_log_likelihood_is_unbiased(block_rows):
     # over pools (the host's draws) and minibatches (the device's), the mean of the
     # N/B-scaled minibatch log likelihood is the full-data one, within 4 standard errors
-    y = _rows(500)
-    feed = streaming.Feed({"y": y}, 40, [7])
+    y = np.sort(_rows(500))  # sorted: runs of neighbouring rows are alike
+    feed = streaming.Feed({"y": y}, 40, [7], block_rows=block_rows)
     target = advi.from_numpyro(mean_model, (y[:40],), minibatch_size=8, num_data=500)
     prior = norm.logpdf(0.2, 0.0, 10.0)
     keys = jax.random.split(KEY, 25)
     value = jax.jit(jax.vmap(lambda k, data: target.log_density_fn(jnp.array([0.2]), k, data),
                              (0, None)))
-    estimates = np.concatenate([np.asarray(value(keys, (feed.next()["y"],))) - prior
-                                for _ in range(120)])
+    # one mean per pool: pools are independent, a pool's minibatches are not
+    estimates = np.array([np.mean(np.asarray(value(keys, (feed.next()["y"],)))) - prior
+                          for _ in range(160)])
     feed.close()
     full = float(np.sum(norm.logpdf(y, 0.2)))
     error = estimates.std() / np.sqrt(estimates.size)
     assert abs(estimates.mean() - full) < 4 * error
-    assert error < 0.02 * abs(full)  # the check has teeth: a P/B scale is 12x off
+    assert error < 0.05 * abs(full)  # the check has teeth: a P/B scale is 12x off
+
+
+def test_a_pool_of_blocks_is_runs_of_consecutive_rows():
+    feed = streaming.Feed({"y": np.arange(100, dtype=np.float32)}, 40, [3], block_rows=8)
+    pool = np.asarray(feed.next()["y"]).astype(int)
+    feed.close()
+    rows = set(pool.tolist())
+    starts = [r for r in rows if (r - 1) % 100 not in rows]  # where a run of rows begins
+    assert pool.size == 40 and 1 <= len(starts) <= 5  # 5 runs of 8, wrapping round at 100
+    assert len(rows) >= 8
 
 
 def test_streamed_fit_from_a_file_matches_the_posterior_and_repeats(tmp_path):
@@ -114,6 +126,8 @@ def test_bad_streams_are_named(tmp_path):
         advi.stream(np.array(["a", "b"]))
     with pytest.raises(ValueError, match="pool_rows=0"):
         advi.stream(np.ones(3), pool_rows=0)
+    with pytest.raises(ValueError, match="block_rows=0"):
+        advi.stream(np.ones(3), block_rows=0)
     with pytest.raises(ValueError, match=r"devices=\[\]"):
         advi.stream(np.ones(3), devices=[])
     y = advi.stream(_rows(100))
