@@ -290,12 +290,16 @@ class Stream(NamedTuple):
     feed: Feed
     slots: dict[str, int]
 
-    def data(self, data: tuple) -> tuple:
-        """``data`` (``Target.data``) with the next pool in the streamed slots."""
-        pool, out = self.feed.next(), list(data)
+    def data(self, data: list) -> tuple:
+        """``data`` (``Target.data`` as a list, which its caller holds no longer) with
+        the next pool in the streamed slots; the last pool is dropped first, so that two
+        pools are held at a time (this one and the one being read), not three."""
+        for slot in self.slots.values():
+            data[slot] = None
+        pool = self.feed.next()
         for name, slot in self.slots.items():
-            out[slot] = pool[name]
-        return tuple(out)
+            data[slot] = pool[name]
+        return tuple(data)
 
 
 def streamed_target(model: Callable | Target, model_args: tuple,
@@ -352,7 +356,9 @@ class StreamedADVI(CompiledADVI):
         """A new pool in ``target.data`` unless the current one is unused; ``keep``: it
         stays unused (for the next chunk)."""
         if not self.unused:
-            self.target = self.target._replace(data=self.stream.data(self.target.data))
+            data = list(self.target.data)
+            self.target = self.target._replace(data=())
+            self.target = self.target._replace(data=self.stream.data(data))
         self.unused = keep
 
     def run(self, state: Any, eta: float, key: jax.Array, salt: int, num_steps: int,
