@@ -238,6 +238,18 @@ def test_a_sweep_in_an_experiments_method_list_gives_one_run_per_minibatch_size(
     assert job.kwargs == {"num_train": 250_000, "num_heldout": 10_000} and job.image_dir is None
 
 
+def test_e6_at_10x_streams_its_rows_and_asks_no_memory_for_them():
+    plan = plan_workflow(experiments=["gmm_minibatch", "gmm_minibatch_10x"], scale="paper",
+                         seeds=[0], overrides=[])
+    e6, e6_10x = plan.experiments
+    assert e6.methods == e6_10x.methods == [
+        "advi_M1_B50", "advi_M1_B100", "advi_M1_B500", "advi_M1_B1000"]
+    assert not any(run.streamed for run in e6.runs)
+    assert all(run.streamed for run in e6_10x.runs)
+    sizes = sorted(job.kwargs["num_train"] for job in plan.data.values())
+    assert sizes == [250_000, 2_500_000]
+
+
 def test_e5_and_e6_share_their_data_and_a_model_hyperparameter_differs(compose_run):
     e5 = compose_run("experiment=gmm")
     e6 = compose_run("experiment=gmm_minibatch")
