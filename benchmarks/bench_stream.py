@@ -11,7 +11,7 @@ opened (``beyond``: the fit's pools, parameters, compiled code), rows per second
 iterations over the fit's seconds, compilation excluded) and milliseconds per iteration,
 with each row of a pool drawn on its own (``block_rows`` 1, the default) and in runs of 16
 consecutive rows (``advi.stream(..., block_rows=16)``).
-Targets (issue 58): ``beyond`` flat in N (within 20% of the 250k fit's), and at 250k
+Targets: ``beyond`` flat in N (within 20% of the 250k fit's), and at 250k
 streaming no slower than 1.3x the in-memory fit's seconds per iteration (the in-memory fit
 copies the 250k rows to the device first; median of ``--repeats`` interleaved pairs).
 
