@@ -271,8 +271,9 @@ def _settings(streamed: dict[str, Streamed], o: Options, model: Callable | Targe
 
 
 def _shardings(devices: tuple[Any, ...] | None) -> tuple[Any, Any]:
-    """(the pools' sharding, the minibatch indices' sharding): replicated and split over a
-    one-axis mesh ``"data"`` of ``devices``; (None, None) for one device or none."""
+    """(where a pool goes, the minibatch indices' sharding): replicated and split over a
+    one-axis mesh ``"data"`` of ``devices``; for one device, that device and None; for
+    None, (None, None): JAX's default device."""
     if devices is None or len(devices) == 1:
         return (None if devices is None else devices[0]), None
     mesh = Mesh(np.array(devices), ("data",))
