@@ -88,7 +88,7 @@ def stream(source: str | os.PathLike | np.ndarray, *, pool_rows: int | None = No
         source: a ``.npy`` file's path (memory-mapped, read-only) or a NumPy array of
             shape (N, ...) (a memory map or an array in host memory), numeric, N >= 1.
         pool_rows: P >= 1, rows per pool, or None (``eval_elbo * B``, at most N, at least
-            B). Host and device memory hold about three pools.
+            B). Host and device memory hold two pools at a time.
         devices: devices to split every minibatch over (``jax.devices()``, several GPUs;
             or several CPU devices, JAX's ``jax_num_cpu_devices``); None or one device:
             no split.
