@@ -16,7 +16,8 @@ eta (Eq. 2.5's eps)    standard normal draws ``eps`` (M, K) inside :mod:`advi.el
 M                      ``grad_samples``
 ELBO (L in the paper)  ``elbo`` (higher is better), ``elbo_samples`` draws per estimate
 rho_k, eta, tau, alpha step-size sequence :func:`scale_by_stan_step_size`; ``eta``
-B, N/B                 ``minibatch_size``; the plate's scale N/B
+B, N/B                 ``minibatch_size``; the plate's scale N/B (:func:`stream`: rows
+                       read from the host)
 relative tolerance     ``tol_rel_obj``, checked every ``eval_elbo`` iterations
 =====================  ==========================================================
 """
@@ -36,6 +37,7 @@ from .options import OPTIONS, Options
 from .presets import PRESETS
 from .result import ADVIError, ADVIResult, Approximation
 from .step_size import get_optimizer, scale_by_stan_step_size
+from .streaming import stream
 from .target import Target, from_log_density, from_numpyro
 
 try:
@@ -74,4 +76,5 @@ __all__ = [
     "log_density_functions",
     "pareto_khat",
     "scale_by_stan_step_size",
+    "stream",
 ]

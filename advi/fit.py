@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from . import precision, robust
+from . import precision, robust, streaming
 from .cache import enable_default_cache
 from .checks import end_of_fit_warnings
 from .compiled import CompiledADVI, CompileSpec
@@ -118,7 +118,9 @@ def fit(
     Args:
         model: a NumPyro model (called as ``model(*model_args, **model_kwargs)``) or a
             :class:`advi.Target` (e.g. from :func:`advi.from_log_density`).
-        model_args: the model's positional arguments (the data).
+        model_args: the model's positional arguments (the data). An argument (positional
+            or keyword) wrapped in :func:`advi.stream` is read from the host a pool of rows
+            at a time, never held whole (:mod:`advi.streaming`; needs ``minibatch_size``).
         rng_key: a JAX PRNG key, raw (``jax.random.PRNGKey(seed)``) or typed
             (``jax.random.key(seed)``); the same key gives the same result on the same
             machine.
@@ -223,9 +225,15 @@ def _in_float64(model: Callable | Target, model_args: tuple, model_kwargs: dict 
 
 def _finish_in_scope(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock,
                      progress_bar: bool | None, preset: str | None) -> ADVIResult:
-    """:func:`_finish` in the precision of the begun fit's parameters, with its bar."""
-    with precision.scope_of(begun.state0.params), Progress(progress_bar, o.max_iter) as bar:
-        return _finish(begun, o, checkpoint, clock, bar, preset=preset)
+    """:func:`_finish` in the precision of the begun fit's parameters, with its bar; a
+    streamed fit's reader is closed at the end (:mod:`advi.streaming`)."""
+    try:
+        with precision.scope_of(begun.state0.params), Progress(progress_bar,
+                                                               o.max_iter) as bar:
+            return _finish(begun, o, checkpoint, clock, bar, preset=preset)
+    finally:
+        if isinstance(begun.compiled, streaming.StreamedADVI):
+            begun.compiled.close()
 
 
 class _Begun(NamedTuple):
@@ -246,12 +254,16 @@ class _Begun(NamedTuple):
 def _begin(model: Callable | Target, model_args: tuple, model_kwargs: dict | None,
            o: Options, rng_key: Array, clock: Clock) -> _Begun:
     """The target, its compiled functions and the start, in JAX's current default float."""
-    target = _target(model, model_args, model_kwargs, o)
+    stream = None
+    if streaming.is_streamed(model_args, model_kwargs):
+        target, stream = streaming.streamed_target(model, model_args, model_kwargs, o, rng_key)
+    else:
+        target = _target(model, model_args, model_kwargs, o)
     _check_size(target, o)
     opt = get_optimizer(o.optimizer)
     enable_default_cache()
     begun = clock()
-    compiled = _compile(target, o, opt)
+    compiled = _compile(target, o, opt, stream)
     start = clock()
     logger.info("compiled in %.1f s", start - begun)
     keys, state0, start_info = compiled.setup(rng_key, extra_starts=o.laplace_starts - 1)
@@ -298,16 +310,21 @@ def _checked(result: ADVIResult, compiled: CompiledADVI, start_mu: Array | None,
     return dataclasses.replace(result, warnings=(*result.warnings, *notes))
 
 
-def _compile(target: Target, o: Options, opt: Any) -> CompiledADVI:
+def _compile(target: Target, o: Options, opt: Any, stream: streaming.Stream | None = None
+             ) -> CompiledADVI:
     """The fit's compiled functions (start, iterations, ELBO) for options ``o``, compiled
-    now (``jax.jit(...).lower(...).compile()``) unless the in-process cache has them."""
+    now (``jax.jit(...).lower(...).compile()``) unless the in-process cache has them; with
+    a ``stream``, reading a new pool of rows for each call (:mod:`advi.streaming`)."""
     logger.info("compiling the start, iteration and ELBO functions ...")
-    return CompiledADVI(target, CompileSpec(
+    spec = CompileSpec(
         family=get_family(o.family), optimizer=o.optimizer,
         grad_samples=cast(int, o.grad_samples),  # resolve() turns None into the family's M
         elbo_samples=o.elbo_samples, init=o.init, laplace=o.start == "laplace",
         precondition=o.precondition, moments=o.stop == "rhat",
-    ), opt)
+    )
+    if stream is None:
+        return CompiledADVI(target, spec, opt)
+    return streaming.StreamedADVI(target, spec, opt, stream)
 
 
 def _report_start(o: Options, start_info: Any, seconds: float) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 import numpyro
 from jax import Array
 from jax.flatten_util import ravel_pytree
+from jax.sharding import Sharding
 from numpyro.distributions.util import sum_rightmost
 from numpyro.handlers import seed, substitute, trace
 from numpyro.infer.initialization import init_to_uniform
@@ -207,6 +208,8 @@ def from_numpyro(
     *,
     minibatch_size: int | None = None,
     minibatch_plate: str | None = None,
+    num_data: int | None = None,
+    minibatch_sharding: Sharding | None = None,
 ) -> Target:
     """Build the ADVI target of a NumPyro model (paper Section 2.2, automatic transformation).
 
@@ -217,6 +220,12 @@ def from_numpyro(
             per log-density evaluation (module docstring).
         minibatch_plate: the name of the model's data plate; None takes the model's only
             plate, or the one called "data" when it has several.
+        num_data: N, where the model's arrays hold a pool of P of the plate's N rows
+            (streamed data, :mod:`advi.streaming`): the plate is scaled by a further N/P,
+            and ``Target.num_data`` is N; None: the arrays hold every row.
+        minibatch_sharding: how the B indices (shape (B,)) are laid out over devices
+            (:mod:`advi.minibatch`), e.g. ``NamedSharding(mesh, PartitionSpec("data"))``;
+            None leaves it to XLA (one device).
 
     Raises:
         ValueError: for B < 1, B > N (naming both numbers), no plate to subsample, param
@@ -239,8 +248,9 @@ def from_numpyro(
     plate = None
     if minibatch_size is not None:
         plate = minibatch.data_plate(probe.plates, minibatch_plate, int(minibatch_size))
+    pool_scale = minibatch.pool_scale(num_data, plate, probe.plates)
     dim, unravel = _ravel(probe.shapes)
-    seeded = minibatch.seeder(model, plate, minibatch_size)
+    seeded = minibatch.seeder(model, plate, minibatch_size, pool_scale, minibatch_sharding)
 
     def conditioned(fn: Callable, zeta: Array) -> Callable:
         values = unravel(zeta)
@@ -260,11 +270,12 @@ def from_numpyro(
         constrain_fn=constrain,
         dim=dim,
         data=data,
-        num_data=None if plate is None else probe.plates[plate],
+        num_data=None if plate is None else num_data or probe.plates[plate],
         full_log_density_fn=(
             None if plate is not None else lambda zeta, data: log_joint(seed(model, 0), zeta, data)
         ),
-        cache_key=_hashable(("numpyro", model, signature, minibatch_size, plate)),
+        cache_key=_hashable(("numpyro", model, signature, minibatch_size, plate, pool_scale,
+                             minibatch_sharding)),
         numpyro=NumPyroModel(model, rebuild, probe.shapes, unravel),
     )
 

@@ -104,13 +104,16 @@ def log_likelihood(samples: dict[str, jax.Array], x: jax.Array) -> jax.Array:
     return jax.lax.map(one_draw, draws, batch_size=HELDOUT_BATCH)
 
 
-def load(path: str | os.PathLike, *, seed: int, n_train: int, n_heldout: int) -> Problem:
+def load(path: str | os.PathLike, *, seed: int, n_train: int, n_heldout: int,
+         stream: bool = False) -> Problem:
     """Training and held-out rows of a float32 .npy file, read through a memory map.
 
     The last ``n_heldout`` rows are held out; the rows before them are the training pool.
     If ``n_train`` is the whole pool it is used in file order, else a seeded random subset
     of ``n_train`` pool rows (E5: 1,000 images chosen at random). Each part is copied once,
-    straight from the memory map into a JAX array.
+    straight from the memory map into a JAX array; with ``stream``, the training rows are
+    not copied but stay the memory map's (an ``np.memmap``, which the ADVI runner streams
+    with ``advi.stream``: data larger than memory).
 
     Args:
         path: .npy file, (N, D) float32 (``advi_repro.planning.datasets.simulate.gmm_standin``
@@ -118,6 +121,7 @@ def load(path: str | os.PathLike, *, seed: int, n_train: int, n_heldout: int) ->
         seed: numpy Generator seed of the training subset.
         n_train: training rows, 1..N - n_heldout.
         n_heldout: held-out rows (paper: 10,000).
+        stream: keep the training rows in the memory map (needs ``n_train`` = the pool).
 
     Returns:
         Problem with train ``{"x": (n_train, D)}`` and heldout ``{"x": (n_heldout, D)}``.
@@ -131,13 +135,16 @@ def load(path: str | os.PathLike, *, seed: int, n_train: int, n_heldout: int) ->
     if not 1 <= n_train <= num_pool:
         raise ValueError(f"n_train must be in 1..{num_pool} (rows before the held-out ones), "
                          f"got {n_train}")
+    if stream and n_train != num_pool:
+        raise ValueError(f"stream=True reads the training rows where they are: n_train must "
+                         f"be all {num_pool} rows before the held-out ones, got {n_train}")
     if n_train == num_pool:
         train_rows = data[:num_pool]
     else:
         chosen = np.random.default_rng(seed).choice(num_pool, size=n_train, replace=False)
         train_rows = data[np.sort(chosen)]
     return Problem(
-        train={"x": jnp.asarray(train_rows)},
+        train={"x": train_rows if stream else jnp.asarray(train_rows)},
         heldout={"x": jnp.asarray(data[num_pool:])},
         num_heldout=n_heldout,
         meta={"source": os.fspath(path), "seed": seed, "n_train": n_train,

@@ -46,9 +46,11 @@ class DataJob(NamedTuple):
 
 class RunJob(NamedTuple):
     """One run of ``scripts/fit.py``: its overrides, the files it reads and writes, the CPUs
-    it uses (``cores``), its wall-clock budget (``budget_s``, seconds) and the hash of the
+    it uses (``cores``), its wall-clock budget (``budget_s``, seconds), the hash of the
     settings that can change its result (``config_sha256``:
-    :func:`advi_repro.planning.rerun.config_sha256`), which the fit rule compares."""
+    :func:`advi_repro.planning.rerun.config_sha256`), which the fit rule compares, and
+    whether its training data are streamed from the file (``streamed``: its scale's
+    ``load`` has ``stream: true``), so that its memory does not grow with them."""
 
     scale: str
     experiment: str
@@ -60,6 +62,7 @@ class RunJob(NamedTuple):
     cores: int = 1
     budget_s: float = float("inf")
     config_sha256: str = ""
+    streamed: bool = False
 
     @property
     def info(self) -> str:
@@ -320,6 +323,7 @@ def _experiment_plan(
                     cores=run.cores,
                     budget_s=run.budget_s,
                     config_sha256=config_sha256(seed_config(cfg, seed)),
+                    streamed=bool(run.experiment_scale().load.get("stream", False)),
                 )
     if first is None:
         raise ValueError(f"experiment {experiment} has no runs")

@@ -71,7 +71,11 @@ def data_size_mb(path):
 
 def fit_mem_mb(wildcards, input):
     """The fit's memory in MB (SLURM's --mem): MEM_BASE_MB plus MEM_PER_DATA_MB times its
-    data's size on disk."""
+    data's size on disk, or MEM_BASE_MB alone for a run whose data are streamed from the
+    file (a pool of rows at a time: benchmarks/bench_stream.py measured 0.6 GiB beyond the
+    opened file at every size)."""
+    if run_job(wildcards).streamed:
+        return MEM_BASE_MB
     return math.ceil(MEM_BASE_MB + MEM_PER_DATA_MB * data_size_mb(input.data))
 
 

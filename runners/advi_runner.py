@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import numpy as np
 
 import advi
 from advi_repro.planning.methods import AdviConfig
@@ -44,7 +45,8 @@ def run_advi(
     """Fits q by ADVI, writing one trace row per checkpoint.
 
     Args:
-        model: the NumPyro model; ``train`` its keyword data.
+        model: the NumPyro model; ``train`` its keyword data (an ``np.memmap`` among them
+            is streamed from the host, ``advi.stream``: data larger than memory).
         method: ADVI's settings.
         rng_key: split into the fit's key and the key of the held-out draws.
         budget_s: stop at the first checkpoint at or past this many optimisation seconds.
@@ -62,6 +64,9 @@ def run_advi(
         seconds spent at checkpoints (drawing, scoring, writing: ``checkpoint_s``).
     """
     fit_key, eval_key = jax.random.split(rng_key)
+    # a memory map (a model's load with stream=True) is read a pool of rows at a time
+    train = {name: advi.stream(value) if isinstance(value, np.memmap) else value
+             for name, value in train.items()}
     checkpoint = _Checkpoint(method, eval_key, budget_s, log_likelihood, trace,
                              posterior_mean, stop, clock)
     result = advi.fit(

@@ -211,7 +211,7 @@ def test_the_workflow_runs_every_experiment_by_default():
     assert "experiments" not in config  # no list to extend: every conf/experiment/*.yaml
     assert experiment_names(CONF_DIR) == EXPERIMENTS == [
         "dirichlet_exponential_nmf", "election88", "gamma_poisson_nmf", "gmm",
-        "gmm_minibatch", "linreg_ard"]
+        "gmm_minibatch", "gmm_minibatch_10x", "linreg_ard"]
 
 
 def test_an_experiment_naming_no_model_module_is_refused_naming_the_valid_ones(compose_run):
@@ -225,7 +225,8 @@ def test_each_paper_experiment_names_the_claim_it_tests_and_where_the_paper_show
     claims = {name: compose_run(f"experiment={name}").experiment for name in EXPERIMENTS}
     assert {name: e.claim_id for name, e in claims.items()} == {
         "linreg_ard": "E1", "election88": "E2", "gamma_poisson_nmf": "E3",
-        "dirichlet_exponential_nmf": "E4", "gmm": "E5", "gmm_minibatch": "E6"}
+        "dirichlet_exponential_nmf": "E4", "gmm": "E5", "gmm_minibatch": "E6",
+        "gmm_minibatch_10x": None}
     assert all(e.paper_code.startswith("Appendix ") for e in claims.values())
 
 
@@ -237,6 +238,18 @@ def test_a_sweep_in_an_experiments_method_list_gives_one_run_per_minibatch_size(
     assert e6.reference_method == "advi_M1_B1000"
     (job,) = plan.data.values()
     assert job.kwargs == {"num_train": 250_000, "num_heldout": 10_000} and job.image_dir is None
+
+
+def test_e6_at_10x_streams_its_rows_and_asks_no_memory_for_them():
+    plan = plan_workflow(experiments=["gmm_minibatch", "gmm_minibatch_10x"], scale="paper",
+                         seeds=[0], overrides=[])
+    e6, e6_10x = plan.experiments
+    assert e6.methods == e6_10x.methods == [
+        "advi_M1_B50", "advi_M1_B100", "advi_M1_B500", "advi_M1_B1000"]
+    assert not any(run.streamed for run in e6.runs)
+    assert all(run.streamed for run in e6_10x.runs)
+    sizes = sorted(job.kwargs["num_train"] for job in plan.data.values())
+    assert sizes == [250_000, 2_500_000]
 
 
 def test_e5_and_e6_share_their_data_and_a_model_hyperparameter_differs(compose_run):

@@ -1,5 +1,7 @@
 """E5 and E6: the matrix-product likelihood, subsampling, held-out scoring, memory-mapped data."""
 
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -86,6 +88,17 @@ def test_load_all_training_rows_in_file_order(tmp_path):
     np.testing.assert_array_equal(problem.train["x"], rows[:30])
     np.testing.assert_array_equal(problem.heldout["x"], rows[30:])
     assert problem.num_heldout == 10 and problem.train["x"].dtype == jnp.float32
+
+
+def test_load_with_stream_keeps_the_training_rows_in_the_memory_map(tmp_path):
+    path, rows = write_rows(tmp_path)
+    problem = gmm.load(path, seed=0, n_train=30, n_heldout=10, stream=True)
+    train = problem.train["x"]
+    assert isinstance(train, np.memmap) and Path(train.filename) == path.resolve()
+    np.testing.assert_array_equal(train, rows[:30])
+    np.testing.assert_array_equal(problem.heldout["x"], rows[30:])
+    with pytest.raises(ValueError, match="n_train must be all 30 rows"):
+        gmm.load(path, seed=0, n_train=12, n_heldout=10, stream=True)
 
 
 def test_load_a_seeded_random_subset_of_the_training_pool(tmp_path):
