@@ -91,6 +91,11 @@ such fits within 0.3 sd of the truth (eight schools, Neal's funnel) had k-hats o
 those tens of sds off (the Lorenz bridges, where NumPyro's SVI and Stan's ADVI end as far
 off) 1.5-2.6."""
 
+FELL_BACK_NOTE = "the Laplace start found no usable mode"
+"""How the warning that q cannot express the posterior begins (:func:`fell_back_note`):
+the one end-of-fit warning that float64 would not mend (``advi.precision.float32_doubt``
+is not asked about it)."""
+
 FULLRANK_REMEDY = ("a full-rank q (family=\"fullrank\"), a reparameterisation (non-centred "
                    "hierarchies), or MCMC to check")
 """The remedy of the warning that q cannot express the posterior."""
@@ -202,14 +207,14 @@ def _khat_note(log_weights: np.ndarray) -> str | None:
             "negligible, or log p is rounded to a few values)")
 
 
-def _fell_back_note(log_weights: np.ndarray, fell_back: str, family: str) -> str | None:
+def fell_back_note(log_weights: np.ndarray, fell_back: str, family: str) -> str | None:
     """The warning that q, from a random start after a refused Laplace start, cannot
     express the posterior: k-hat of the gradient check's log weights above
     :data:`FELL_BACK_KHAT` (ArviZ's PSIS, imported only here); else None."""
     khat = pareto_khat(log_weights)
     if not khat > FELL_BACK_KHAT:
         return None
-    return (f"the Laplace start found no usable mode ({fell_back}), and Pareto k-hat of the "
+    return (f"{FELL_BACK_NOTE} ({fell_back}), and Pareto k-hat of the "
             f"fitted q over {log_weights.size} draws is {khat:.2f} > {FELL_BACK_KHAT}: a "
             f"{family} Gaussian from a random start does not express this posterior, and "
             "its means may be far from the posterior's")
@@ -294,7 +299,7 @@ def end_of_fit_warnings(result: Any, compiled: Any, start_mu: Array | None,
     texts = [f"{note}{cause}; remedy: {remedy}"
              for note, remedy in zip(notes, remedies, strict=True) if note is not None]
     if fell_back is not None and notes[1] is None:  # k-hat finite: how large?
-        note = _fell_back_note(np.asarray(log_weights, float), fell_back,
+        note = fell_back_note(np.asarray(log_weights, float), fell_back,
                                result.approximation.family.name)
         texts += [] if note is None else [f"{note}; remedy: {FULLRANK_REMEDY}"]
     return texts

@@ -26,7 +26,7 @@ from jax import Array
 
 from . import precision, robust, streaming
 from .cache import enable_default_cache
-from .checks import end_of_fit_warnings
+from .checks import FELL_BACK_NOTE, end_of_fit_warnings
 from .compiled import CompiledADVI, CompileSpec
 from .convergence import RelativeELBORule
 from .driver import Clock, Outcome, RestartPolicy, StoppingRule, drive, warn
@@ -197,7 +197,8 @@ def fit(
     with warnings.catch_warnings(record=True) as caught:  # kept unless the fit is redone
         warnings.simplefilter("always")
         result = _finish_in_scope(begun, o, checkpoint, clock, progress_bar, name)
-    doubt = doubtful(result.warnings, result.redraws, bool(result.restarts))
+    doubt = doubtful(tuple(n for n in result.warnings if not n.startswith(FELL_BACK_NOTE)),
+                     result.redraws, bool(result.restarts))
     if doubt is None:
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

@@ -170,3 +170,23 @@ def test_unmoved_mean_warns():
     assert any("1 of 2 mean coordinates are exactly where the fit started" in n
                for n in notes), notes
     assert all("dtype=\"float64\"" in n for n in notes)
+
+
+def test_fell_back_note_warns_where_the_log_weights_tail_is_heavy():
+    """After a refused Laplace start: 200 draws of q = N(0, 1) against p = Student-t(3)
+    (log weights whose k-hat is 2.3 in this sample) warn; q = p does not."""
+    from scipy import stats
+
+    from advi.checks import FELL_BACK_KHAT, FELL_BACK_NOTE, fell_back_note
+    from advi.diagnostics import pareto_khat
+
+    rng = np.random.default_rng(0)
+    rng.normal(0.0, 1.0, 600)  # the sample the docstring's k-hat is of
+    draws = rng.normal(0.0, 1.0, 200)
+    heavy = stats.t.logpdf(draws, 3) - stats.norm.logpdf(draws)
+    assert pareto_khat(heavy) > FELL_BACK_KHAT
+    note = fell_back_note(heavy, "init=random (no usable mode after 9 L-BFGS steps)",
+                          "meanfield")
+    assert note is not None and note.startswith(FELL_BACK_NOTE)
+    assert f"> {FELL_BACK_KHAT}" in note and "meanfield Gaussian" in note
+    assert fell_back_note(np.zeros(200) + rng.normal(0, 1e-3, 200), "x", "meanfield") is None
