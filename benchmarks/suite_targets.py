@@ -11,8 +11,9 @@ true means and standard deviations (float64). Three sources:
   vector by the gym's own ``VectorModel``; the compared quantities are its ``identity``
   sample transformation, T(z), against the ground truth of that transformation.
 - **The repository's known posteriors** (exact, no extra package): conjugate regressions
-  at column scales 1e-3 .. 1e4, the normal-normal model, eight schools with a known tau
-  (``bench_accuracy.py``), and a linear trend on an uncentred predictor (years 1980-2020:
+  at column scales 1e-3 .. 1e4 and on 25 standardised predictors, the normal-normal model,
+  eight schools with a known tau (``bench_accuracy.py``), a Gaussian process with a 1e-10
+  jitter (a float64 NUTS reference), and a linear trend on an uncentred predictor (years 1980-2020:
   intercept and slope correlated -0.9998), whose posterior is computed by quadrature over
   the noise sd.
 - **The paper's models**: the Poisson-exponential of Figure 3 (E0, an exact Gamma).
@@ -129,6 +130,19 @@ def trend_problem() -> Problem:
     year32, y32 = TREND_YEARS.astype(np.float32), y.astype(np.float32)
     mean, sd = trend_posterior(year32.astype(np.float64), y32.astype(np.float64))
     return Problem(trend, (year32, y32), _sites(("a", "b", "sigma")), mean, sd, 3)
+
+
+def standardised_regression_problem(num_features: int = 25, rows: int = 100) -> Problem:
+    """The everyday regression: ``rows`` rows of ``num_features`` standardised predictors
+    equicorrelated at 0.9, noise sd 1 known, w_d ~ N(0, 1000^2) (exact, conjugate)."""
+    rng = np.random.default_rng(1)
+    corr = np.full((num_features, num_features), 0.9) + 0.1 * np.eye(num_features)
+    X = rng.standard_normal((rows, num_features)) @ np.linalg.cholesky(corr).T
+    y = X @ rng.standard_normal(num_features) + rng.standard_normal(rows)
+    X, y = X.astype(np.float32), y.astype(np.float32)
+    mean, sd = accuracy.gaussian_posterior(X, y, np.ones(rows),
+                                           accuracy.PRIOR_SD**2 * np.eye(num_features))
+    return Problem(accuracy.regression, (X, y), _sites(("w",)), mean, sd, num_features)
 
 
 def poisson_exponential_problem() -> Problem:
@@ -258,6 +272,8 @@ _OWN = (
                 lambda: _from_case(accuracy.regression_case(5))),
     SuiteTarget("regression D=10", "exact (conjugate)",
                 lambda: _from_case(accuracy.regression_case(10))),
+    SuiteTarget("standardised regression D=25", "exact (conjugate)",
+                standardised_regression_problem),
     SuiteTarget("8 schools, tau known", "exact (conjugate)",
                 lambda: _from_case(accuracy.schools_known_tau_case())),
     SuiteTarget("normal-normal J=30", "exact (conjugate)",
