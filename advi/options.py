@@ -85,7 +85,8 @@ class Options:
             or warn of another mode of comparable mass (:mod:`advi.multistart`).
         dtype: the fit's float type (:mod:`advi.precision`): None (JAX's default, float32
             unless ``jax_enable_x64`` is set), "float32", "float64", or "auto" (float32,
-            refitted in float64 where float32 cannot resolve q at the Laplace start's mode;
+            refitted in float64 where float32 cannot resolve q at the Laplace start's mode,
+            or where a float32 fit that warned met values float32 could not carry;
             needs ``start="laplace"``).
 
     Raises:
