@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
@@ -44,17 +45,43 @@ class Approximation(NamedTuple):
             dict site name -> array of shape (num_samples, *site_shape): JAX arrays of
             q's dtype, or, after a float64 fit (:mod:`advi.precision`), float64 NumPy
             arrays, so that later operations keep float64 where JAX's default is float32.
+
+        Raises:
+            ADVIError: where some draw of a site is not finite (T^-1 overflows the float
+                type at q's draws), naming the sites, the counts and the remedy.
         """
         sampler = _sampler(self.target.cache_key, self.family, self.target.constrain_fn)
         with scope_of(self.params):
-            return _host_if_float64(sampler(self.params, rng_key, num_samples,
-                                            self.target.data))
+            draws, bad = sampler(self.params, rng_key, num_samples, self.target.data)
+            _require_finite(jax.device_get(bad), f"of {num_samples} draws", self.params)
+            return _host_if_float64(draws)
 
     def mean(self) -> dict[str, Array]:
         """The constrained image T^-1(mu) of the mean of q (not the mean of theta); arrays
-        as :meth:`sample`'s."""
+        as :meth:`sample`'s.
+
+        Raises:
+            ADVIError: where a value is not finite (as :meth:`sample`).
+        """
         with scope_of(self.params):
-            return _host_if_float64(self.target.constrain(self.params.mu))
+            mean = self.target.constrain(self.params.mu)
+            bad = {k: int(np.sum(~np.isfinite(np.asarray(v)))) for k, v in mean.items()}
+            _require_finite(bad, "of the values of T^-1(mu)", self.params)
+            return _host_if_float64(mean)
+
+
+def _require_finite(bad: dict[str, Any], what: str, params: Any) -> None:
+    """Raise :class:`ADVIError` where some count of ``bad`` (site -> non-finite values) is
+    not 0."""
+    named = {k: int(v) for k, v in bad.items() if int(v)}
+    if not named:
+        return
+    sites = ", ".join(f"{k!r}: {v}" for k, v in named.items())
+    dtype = np.dtype(jax.tree.leaves(params)[0].dtype).name
+    raise ADVIError(
+        f"constrained values are not finite ({sites} {what}): T^-1 overflows {dtype} at "
+        "q's draws, or q is far from the posterior; fit in float64 (dtype=\"float64\"), "
+        "standardise the data, or read q in the unconstrained space (sample_zeta)")
 
 
 def _host_if_float64(tree: Any) -> Any:
@@ -74,7 +101,8 @@ _SAMPLERS: dict[Any, Callable] = {}
 
 
 def _sampler(cache_key: Any, family: Family, constrain_fn: Callable) -> Callable:
-    """``sample(params, rng_key, num_samples, data) -> dict``, jitted; kept per
+    """``sample(params, rng_key, num_samples, data) -> (draws, non-finite count per site)``,
+    jitted; kept per
     ``cache_key`` (None: a new one each call) so that equal targets share the compiled
     code."""
     key = None if cache_key is None else (cache_key, family)
@@ -82,10 +110,12 @@ def _sampler(cache_key: Any, family: Family, constrain_fn: Callable) -> Callable
         return _SAMPLERS[key]
 
     @functools.partial(jax.jit, static_argnums=2)
-    def sample(params: Any, rng_key: Array, num_samples: int, data: Any) -> dict[str, Array]:
+    def sample(params: Any, rng_key: Array, num_samples: int, data: Any
+               ) -> tuple[dict[str, Array], dict[str, Array]]:
         eps = standard_normal(rng_key, (num_samples, params.mu.shape[-1]), params.mu.dtype)
         zeta = family.transform(params, eps)
-        return jax.vmap(constrain_fn, in_axes=(0, None))(zeta, data)
+        draws = jax.vmap(constrain_fn, in_axes=(0, None))(zeta, data)
+        return draws, {k: jnp.sum(~jnp.isfinite(v)) for k, v in draws.items()}
 
     if key is not None:
         if len(_SAMPLERS) >= 16:

@@ -235,3 +235,25 @@ def test_progress_bar_shows_iterations_elbo_and_statistic(capsys):
     assert "elbo" in err and "split R-hat" in err
     advi.fit(model, y, rng_key=jax.random.PRNGKey(0), preset="robust")
     assert capsys.readouterr().err == ""
+
+
+def test_sample_and_mean_raise_where_constrained_values_are_not_finite():
+    """A q whose mean sits at zeta = 100 for a positive site: exp(100) overflows float32,
+    and sample() and mean() raise naming the site and the count, instead of returning
+    inf."""
+
+    def model(x):
+        lam = numpyro.sample("lam", dist.Exponential(1.0))
+        with numpyro.plate("data", x.shape[0]):
+            numpyro.sample("x", dist.Poisson(lam), obs=x)
+
+    target = advi.from_numpyro(model, (jnp.array([1, 2, 3]),))
+    far = advi.Approximation(advi.MEANFIELD, advi.MeanFieldParams(
+        jnp.array([100.0], jnp.float32), jnp.zeros(1, jnp.float32)), target)
+    with pytest.raises(advi.ADVIError, match=r"'lam': 7 of 7 draws.*float32"):
+        far.sample(jax.random.PRNGKey(0), 7)
+    with pytest.raises(advi.ADVIError, match=r"'lam': 1 of the values of T\^-1\(mu\)"):
+        far.mean()
+    near = far.params._replace(mu=jnp.array([0.5], jnp.float32))
+    draws = advi.Approximation(advi.MEANFIELD, near, target).sample(jax.random.PRNGKey(0), 7)
+    assert np.all(np.isfinite(np.asarray(draws["lam"])))
