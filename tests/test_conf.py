@@ -242,7 +242,7 @@ def test_a_sweep_in_an_experiments_method_list_gives_one_run_per_minibatch_size(
 
 def test_e6_at_10x_streams_its_rows_and_asks_no_memory_for_them():
     plan = plan_workflow(experiments=["gmm_minibatch", "gmm_minibatch_10x"], scale="paper",
-                         seeds=[0], overrides=[])
+                         seeds=[0], overrides=[], conf_dir=CONF_DIR)
     e6, e6_10x = plan.experiments
     assert e6.methods == e6_10x.methods == [
         "advi_M1_B50", "advi_M1_B100", "advi_M1_B500", "advi_M1_B1000"]
