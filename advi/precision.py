@@ -208,3 +208,19 @@ def float32_doubt(dtype: str | None, promoted: str | None, nonfinite: bool, cond
     if redraws or restarted:
         return "the float32 fit warned after non-finite draws"
     return None
+
+
+def carries_float64(target: Any) -> bool:
+    """Whether ``target``'s log density computes in float64 when given float64 zeta
+    (``jax.eval_shape`` in a float64 scope: traced, not run or compiled). A model whose
+    arithmetic is pinned to float32 (a model that casts its parameters to float32)
+    returns float32 whatever zeta is: redoing its fit in float64 cannot help it, and
+    ``dtype="auto"`` keeps its float32 fit. A density whose float32 part is added to a
+    float64 term (a NumPyro ``factor`` of a TensorFlow Probability density beside an
+    improper prior) reads as float64 here and is redone in vain."""
+    with jax.enable_x64(True):
+        zeta = jax.ShapeDtypeStruct((target.dim,), np.float64)
+        key = jax.ShapeDtypeStruct((2,), np.uint32)
+        out = jax.eval_shape(target.log_density_fn, zeta, key, target.data)
+    return np.dtype(out.dtype) == np.float64
+

@@ -91,6 +91,12 @@ def test_doubt_redoes_only_a_float32_fit_that_warned_with_a_precision_signal():
         assert doubt(True, 2e11, notes, 3, True) is None
 
 
+def test_carries_float64_tells_a_log_density_pinned_to_float32():
+    assert precision.carries_float64(advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 2))
+    pinned = advi.from_log_density(lambda z: -0.5 * jnp.sum(z.astype(jnp.float32) ** 2), 2)
+    assert not precision.carries_float64(pinned)
+
+
 def test_a_refused_laplace_start_reports_the_condition_of_its_least_curvature():
     """Stopped after one step on N(0, diag(1, 1e-12)), -H's condition is 1e12; on a
     saddle with curvatures (1, -0.5) it is 2 (the negative curvature is clear); an accepted
