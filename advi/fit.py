@@ -1,7 +1,7 @@
 """advi.fit: ADVI from a model to a fitted approximation, with Stan's algorithm or ours.
 
 ``preset="stan"`` (the default) is Algorithm 1 of the paper with Stan's refinements
-(``stan/variational/advi.hpp``): the eta search of :func:`_adapt_eta`, the step-size
+(``stan/variational/advi.hpp``): the eta search of :func:`advi.eta_search.adapt_eta`, the step-size
 sequence of :mod:`advi.step_size`, the relative-ELBO test of :mod:`advi.convergence`.
 ``preset="robust"`` is the library's own algorithm (:mod:`advi.presets`): Laplace start,
 preconditioned Adam steps, a stationarity test and iterate averaging (:mod:`advi.robust`).
@@ -29,14 +29,14 @@ from .cache import enable_default_cache
 from .checks import FELL_BACK_NOTE, end_of_fit_warnings
 from .compiled import CompiledADVI, CompileSpec
 from .convergence import RelativeELBORule
-from .driver import Clock, Outcome, RestartPolicy, StoppingRule, drive, warn
+from .driver import Clock, Outcome, StoppingRule, drive, warn
+from .eta_search import STAN_POLICY, adapt_eta
 from .families import get_family
 from .keys import raw_key
 from .options import Options
 from .presets import resolve
 from .progress import Progress
 from .result import (
-    ADVIError,
     ADVIResult,
     Approximation,
     CheckpointInfo,
@@ -47,60 +47,6 @@ from .target import Target, from_numpyro
 from .whitening import checked_fullrank
 
 logger = logging.getLogger("advi")
-
-ETA_GRID = (100.0, 10.0, 1.0, 0.1, 0.01)
-"""Stan's eta search sequence (``advi::adapt_eta``)."""
-
-
-def _smaller_eta(eta: float) -> float | None:
-    smaller = [e for e in ETA_GRID if e < eta * (1 - 1e-9)]
-    return max(smaller) if smaller else None
-
-
-STAN_POLICY = RestartPolicy(_smaller_eta, f"the smallest eta of {ETA_GRID}")
-"""Stan's preset restarts at the next smaller eta of :data:`ETA_GRID` (Stan itself stops)."""
-
-
-def _adapt_eta(runner: CompiledADVI, state0: ADVIState, key: Array, adapt_iter: int
-               ) -> float:
-    """Stan's eta search (``advi::adapt_eta``).
-
-    Each eta of :data:`ETA_GRID` runs ``adapt_iter`` iterations from the initial q; the
-    search stops at the first eta whose ELBO is worse than the best so far once that best
-    has improved on the initial ELBO, and keeps the best eta.
-
-    Raises:
-        ADVIError: when the initial ELBO is not finite or no eta improves on it.
-    """
-    elbo_init, _ = runner.elbo(state0.params, key, 0, trial=True)
-    if not math.isfinite(elbo_init):
-        raise ADVIError(
-            "the ELBO at the initial approximation is not finite (every draw gave a "
-            "non-finite log density); check the model, or use init='zero'"
-        )
-    elbo_best, eta_best = -math.inf, None
-    for index, eta in enumerate(ETA_GRID):
-        state = runner.run(state0, eta, key, index, adapt_iter, trial=True)
-        elbo = -math.inf
-        if not bool(state.failed):
-            elbo, _ = runner.elbo(state.params, key, index + 1, trial=True)
-        logger.info("eta search: eta=%g elbo=%.6g (initial %.6g)", eta, elbo, elbo_init)
-        if elbo < elbo_best and elbo_best > elbo_init:
-            break
-        if index < len(ETA_GRID) - 1:
-            elbo_best, eta_best = elbo, eta
-        elif elbo > elbo_init:
-            eta_best = eta
-        else:
-            raise ADVIError(
-                f"every eta in {ETA_GRID} failed to improve the initial ELBO {elbo_init:.6g} "
-                f"within adapt_iter={adapt_iter} iterations; the model may be severely "
-                "ill-conditioned or misspecified (or pass eta=... explicitly)"
-            )
-    logger.info("eta search: chose eta=%g", eta_best)
-    assert eta_best is not None  # set at index 0, which never breaks
-    return float(eta_best)
-
 
 def fit(
     model: Callable | Target,
@@ -282,7 +228,7 @@ def _finish(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock
     compiled.use_clock(clock)  # what compiles on first need is compile_s, not wall_s
     start, compiled_s = clock(), compiled.lazy_compile_s
     eta_adapted = o.eta is None
-    eta = _adapt_eta(compiled, state0, adapt_key, o.adapt_iter) if o.eta is None else o.eta
+    eta = adapt_eta(compiled, state0, adapt_key, o.adapt_iter) if o.eta is None else o.eta
     adapt_s = begun.start_s + clock() - start - (compiled.lazy_compile_s - compiled_s)
     result = _run(compiled, state0, float(eta), o, run_key=run_key, elbo_key=elbo_key,
                   burn_in=not start_info.scaled, checkpoint=checkpoint, clock=clock,
