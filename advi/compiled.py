@@ -80,19 +80,13 @@ _CACHE: collections.OrderedDict[Hashable, _Compiled] = collections.OrderedDict()
 
 
 class StartInfo(NamedTuple):
-    """How the initial state was chosen: ``laplace`` (the Laplace start was used),
-    ``steps`` (L-BFGS iterations of every start, 0 without), ``grad_norm`` (||grad log p||
-    there), what the extra starts found (:class:`advi.multistart.MultiStart`'s ``note`` and
-    ``warn``), ``scaled``: the Laplace start also set q's scales from the Hessian (False
-    above :data:`advi.laplace.HESSIAN_MAX_DIM`, where the means move to the mode and the
-    scales start at one common value, :func:`advi.laplace.common_scale`), and
-    ``resolution``: float32's spacing at the start's mode in Laplace sds
-    (:func:`advi.precision.start_resolution`; 0 without a mode), and
-    ``log_p_spacing``: float32's spacing of log p there, nats
-    (:func:`advi.precision.log_p_spacing`; 0 without the Laplace start), and
-    ``nonfinite``: the start's search met non-finite values
-    (:attr:`advi.laplace.LaplaceStart.nonfinite`), and ``condition``: -H's condition where a
-    refused start ended (:attr:`advi.laplace.LaplaceStart.condition`)."""
+    """How the initial state was chosen: ``laplace`` (the Laplace start was used), ``steps``
+    (L-BFGS iterations of every start), ``grad_norm`` (||grad log p|| there), the extra
+    starts' ``note`` and ``warn`` (:class:`advi.multistart.MultiStart`), ``scaled`` (q's
+    scales from the Hessian; False above :data:`advi.laplace.HESSIAN_MAX_DIM`), and for
+    ``dtype="auto"`` (:mod:`advi.precision`): ``resolution`` (:func:`advi.precision.
+    start_resolution`), ``log_p_spacing`` (nats), and the :class:`advi.laplace.LaplaceStart`'s
+    ``nonfinite`` and ``condition``."""
 
     laplace: bool
     steps: int
