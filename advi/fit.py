@@ -145,7 +145,8 @@ def fit(
         result = _finish_in_scope(begun, o, checkpoint, clock, progress_bar, name)
     doubt = doubtful(tuple(n for n in result.warnings if not n.startswith(FELL_BACK_NOTE)),
                      result.redraws, bool(result.restarts))
-    if doubt is None or not precision.carries_float64(begun.compiled.target):
+    if doubt is None or not precision.carries_float64(
+            begun.compiled.target, result.approximation.sample_zeta(begun.keys[2], 2)):
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         return result

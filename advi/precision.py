@@ -210,17 +210,44 @@ def float32_doubt(dtype: str | None, promoted: str | None, nonfinite: bool, cond
     return None
 
 
-def carries_float64(target: Any) -> bool:
-    """Whether ``target``'s log density computes in float64 when given float64 zeta
-    (``jax.eval_shape`` in a float64 scope: traced, not run or compiled). A model whose
-    arithmetic is pinned to float32 (a model that casts its parameters to float32)
-    returns float32 whatever zeta is: redoing its fit in float64 cannot help it, and
-    ``dtype="auto"`` keeps its float32 fit. A density whose float32 part is added to a
-    float64 term (a NumPyro ``factor`` of a TensorFlow Probability density beside an
-    improper prior) reads as float64 here and is redone in vain."""
+PINNED_PROBES = 2
+"""Points at which :func:`carries_float64` evaluates a log density in float64."""
+
+
+def carries_float64(target: Any, at: Any) -> bool:
+    """Whether ``target``'s log density computes in float64 when given float64 zeta, so
+    that redoing a float32 fit in float64 can change it.
+
+    Two tests, cheapest first: the output's dtype (``jax.eval_shape`` in a float64 scope:
+    traced, not run), which finds a model that casts its parameters to float32; then the
+    value at :data:`PINNED_PROBES` float64 points near ``at``, which finds a float32 part
+    added to a float64 term that is constant (a NumPyro ``factor`` of a TensorFlow
+    Probability density beside an improper prior: the sum reads as float64, and every
+    value is a float32 number). A density that computes in float64 returns a value that
+    float32 cannot hold exactly at such a point (the chance that it does not is about
+    2^-29 a point). Only the value is compiled, in float64, and only when a redo is
+    already in doubt.
+
+    Args:
+        target: the :class:`advi.Target` fitted.
+        at: (n, K) points in zeta-space (draws of the float32 q); each is moved by a
+            relative 1e-9, so that the probes are float64 points and not float32 ones.
+
+    Returns:
+        False where the density is pinned to float32 (the fit is kept); True where it
+        carries float64 or nothing can be told (no finite value at the probes).
+    """
     with jax.enable_x64(True):
         zeta = jax.ShapeDtypeStruct((target.dim,), np.float64)
         key = jax.ShapeDtypeStruct((2,), np.uint32)
         out = jax.eval_shape(target.log_density_fn, zeta, key, target.data)
-    return np.dtype(out.dtype) == np.float64
-
+        if np.dtype(out.dtype) != np.float64:
+            return False
+        points = np.asarray(at, np.float64)[:PINNED_PROBES]
+        rng = np.random.default_rng(0)
+        points = points * (1.0 + 1e-9 * rng.uniform(0.5, 1.0, points.shape))
+        log_density = jax.jit(target.log_density_fn)
+        zero = np.zeros(2, np.uint32)
+        values = [float(log_density(p, zero, target.data)) for p in points]
+    finite = [v for v in values if np.isfinite(v)]
+    return not finite or any(float(np.float32(v)) != v for v in finite)
