@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+import suite_settings
 import suite_table
 import suite_targets
 
@@ -107,7 +108,7 @@ def _advi(problem: suite_targets.Problem, seed: int, clock: Clock, **options: An
                None if khat is None else float(khat))
 
 
-def _svi(problem: suite_targets.Problem, seed: int, clock: Clock) -> Fit:
+def _svi(problem: suite_targets.Problem, seed: int, clock: Clock, **_: Any) -> Fit:
     import jax
     from numpyro.infer import SVI, Predictive, Trace_ELBO
     from numpyro.infer.autoguide import AutoNormal
@@ -124,7 +125,7 @@ def _svi(problem: suite_targets.Problem, seed: int, clock: Clock) -> Fit:
     return Fit(jax.device_get(draws), [], seconds)
 
 
-def _nuts(problem: suite_targets.Problem, seed: int, clock: Clock) -> Fit:
+def _nuts(problem: suite_targets.Problem, seed: int, clock: Clock, **_: Any) -> Fit:
     import jax
     from numpyro.infer import MCMC, NUTS
 
@@ -136,25 +137,27 @@ def _nuts(problem: suite_targets.Problem, seed: int, clock: Clock) -> Fit:
     return Fit(draws, [], clock() - begun)
 
 
-FITS: dict[str, Callable[[suite_targets.Problem, int, Clock], Fit]] = {
-    "advi_stan": lambda p, s, c: _advi(p, s, c, preset="stan"),
-    "advi_robust": lambda p, s, c: _advi(p, s, c, preset="robust"),
-    "advi_robust_fullrank": lambda p, s, c: _advi(p, s, c, preset="robust", family="fullrank"),
+FITS: dict[str, Callable[..., Fit]] = {
+    "advi_stan": lambda p, s, c, **o: _advi(p, s, c, **{"preset": "stan", **o}),
+    "advi_robust": lambda p, s, c, **o: _advi(p, s, c, **{"preset": "robust", **o}),
+    "advi_robust_fullrank": lambda p, s, c, **o: _advi(
+        p, s, c, **{"preset": "robust", "family": "fullrank", **o}),
     "svi": _svi,
     "nuts": _nuts,
 }
 
 
 def run_one(target: str, method: str, seed: int, problem: suite_targets.Problem,
-            clock: Clock = time.perf_counter) -> dict[str, Any]:
+            clock: Clock = time.perf_counter, options: dict[str, Any] | None = None
+            ) -> dict[str, Any]:
     """One fit of ``problem`` by ``method`` with ``seed``, scored: a row of the table
     (module docstring; ``seconds`` is the fit's wall time, compilation included where the
-    process had not compiled it yet)."""
+    process had not compiled it yet); ``options`` go to :func:`advi.fit` (ADVI methods)."""
     row: dict[str, Any] = {"target": target, "method": method, "seed": seed,
                            "dim": problem.dim, "warned": False, "raised": None, "notes": []}
     begun = clock()
     try:
-        fit = FITS[method](problem, seed, clock)
+        fit = FITS[method](problem, seed, clock, **(options or {}))
     except Exception as err:  # a fit that raises is a result of the suite, not its failure
         row.update(seconds=clock() - begun, raised=f"{type(err).__name__}: {str(err)[:200]}",
                    rms_z=math.nan, max_z=math.nan, log_sd=math.nan, nonfinite=False)
@@ -165,13 +168,16 @@ def run_one(target: str, method: str, seed: int, problem: suite_targets.Problem,
     return row
 
 
-def worker(target: str, method: str, seeds: list[int], out: Path) -> None:
+def worker(target: str, method: str, seeds: list[int], out: Path,
+           settings: list[str] | None = None) -> None:
     """Fit ``target`` by ``method`` for each seed in this process, appending each row to
-    ``out`` (JSON lines) as it finishes; the first row's seconds are the cold start."""
+    ``out`` (JSON lines) as it finishes; the first row's seconds are the cold start.
+    ``settings`` (:mod:`suite_settings`) are applied first and recorded in each row."""
+    options = suite_settings.apply(settings or [])
     problem = suite_targets.TARGETS[target].make()
     for index, seed in enumerate(seeds):
-        row = run_one(target, method, seed, problem)
-        row["cold"] = index == 0
+        row = run_one(target, method, seed, problem, options=options)
+        row["cold"], row["settings"] = index == 0, list(settings or [])
         with out.open("a") as f:
             f.write(json.dumps(row) + "\n")
         print(f"{target} / {method} / seed {seed}: rms_z {row['rms_z']:.3g}, "
@@ -206,15 +212,35 @@ def plan(targets: list[str], methods: list[str], seeds: list[int], done: list[di
     return jobs
 
 
-def launch(job: tuple[str, str, list[int]], out: Path, log_dir: Path) -> int:
+def launch(job: tuple[str, str, list[int]], out: Path, log_dir: Path,
+           settings: list[str] | None = None) -> int:
     """Runs one job in a new process with the persistent compilation cache off."""
     target, method, seeds = job
     log = log_dir / f"{target.replace(' ', '_').replace('/', '_')}.{method}.log"
     command = [sys.executable, __file__, "--worker", target, method, "--out", str(out),
-               "--seeds", *map(str, seeds)]
+               "--seeds", *map(str, seeds), "--set", *(settings or [])]
     with log.open("a") as f:
         return subprocess.run(command, stdout=f, stderr=subprocess.STDOUT,
                               env={**os.environ, **COLD_ENV}, check=False).returncode
+
+
+def check_settings(settings: list[str], methods: list[str], done: list[dict]) -> None:
+    """Refuse settings that would be lost or mixed, before any fit.
+
+    Raises:
+        ValueError: settings with a method that is not ADVI's (they would be ignored), a
+            malformed setting, or rows already in the output made with other settings.
+    """
+    for setting in settings:
+        suite_settings.parse(setting)
+    if settings and any(not m.startswith("advi") for m in methods):
+        raise ValueError(f"--set {' '.join(settings)} applies to the ADVI methods only; "
+                         f"drop {[m for m in methods if not m.startswith('advi')]} from "
+                         "--methods")
+    other = {tuple(r.get("settings", [])) for r in done} - {tuple(settings)}
+    if other:
+        raise ValueError(f"the rows already in --out were made with settings {sorted(other)}"
+                         f", not {settings}: give another --out")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -225,8 +251,9 @@ def main(argv: list[str] | None = None) -> None:
         if method == "advi_robust_fullrank":  # K known only once built: skip above 200
             if suite_targets.TARGETS[target].make().dim > FULLRANK_MAX_DIM:
                 return
-        worker(target, method, args.seeds, Path(args.out))
+        worker(target, method, args.seeds, Path(args.out), args.set)
         return
+    check_settings(args.set, args.methods, read_rows(Path(args.out) / "rows.jsonl"))
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "logs").mkdir(exist_ok=True)
@@ -235,8 +262,8 @@ def main(argv: list[str] | None = None) -> None:
     jobs = plan(targets, args.methods, args.seeds, read_rows(rows_path))
     print(f"{len(jobs)} jobs ({args.jobs} at a time); rows in {rows_path}", flush=True)
     with ThreadPoolExecutor(args.jobs) as pool:
-        for job, code in zip(jobs, pool.map(lambda j: launch(j, rows_path, out_dir / "logs"),
-                                            jobs), strict=True):
+        runs = pool.map(lambda j: launch(j, rows_path, out_dir / "logs", args.set), jobs)
+        for job, code in zip(jobs, runs, strict=True):
             if code:
                 print(f"{job[0]} / {job[1]}: the worker exited with {code} (see its log)")
     rows = [r for r in read_rows(rows_path) if r["target"] in targets]
@@ -256,6 +283,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", default="results/suite", help="rows.jsonl and logs/")
     parser.add_argument("--write-docs", action="store_true",
                         help="write the table into docs/library/generalisation.md")
+    parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
+                        help="advi constants (module.NAME=VALUE) or advi.fit options "
+                        "(option=VALUE) for the ADVI methods' fits: suite_settings.py")
     parser.add_argument("--worker", nargs=2, metavar=("TARGET", "METHOD"),
                         help=argparse.SUPPRESS)
     return parser

@@ -1,0 +1,88 @@
+"""The ablation of the robust preset's defaults on the validation suite
+(``benchmarks/bench_ablation.py``, ``suite_settings.py``): a setting reaches every place the
+library reads the constant, and an ablation's rows are made with it and compared."""
+
+import json
+
+import jax.numpy as jnp
+import pytest
+from bench_scripts import load
+
+import advi
+from advi import laplace, lbfgs
+
+settings = load("suite_settings")
+ablation = load("bench_ablation")
+suite = load("bench_suite")
+
+
+def test_parse_reads_literals_and_inf_and_names_a_malformed_setting():
+    assert settings.parse("lbfgs.RUNAWAY=inf") == ("lbfgs.RUNAWAY", float("inf"))
+    assert settings.parse("precondition=False") == ("precondition", False)
+    assert settings.parse("optimizer='adam'") == ("optimizer", "adam")
+    with pytest.raises(ValueError, match="NAME=VALUE"):
+        settings.parse("RUNAWAY")
+    with pytest.raises(ValueError, match="not a Python literal"):
+        settings.parse("lbfgs.RUNAWAY=big")
+    with pytest.raises(ValueError, match="no constant 'NOT_THERE'"):
+        settings.set_constant("lbfgs.NOT_THERE", 1)
+
+
+def test_a_constant_is_set_where_it_was_imported_and_in_defaults():
+    """RUNAWAY is read by advi.laplace through its own import; HESSIAN_MAX_DIM is the
+    default of log_density_functions' parameter, bound when it was defined."""
+    runaway, max_dim = lbfgs.RUNAWAY, laplace.HESSIAN_MAX_DIM
+    try:
+        assert settings.set_constant("lbfgs.RUNAWAY", 7.0) >= 2
+        assert lbfgs.RUNAWAY == 7.0 and laplace.RUNAWAY == 7.0
+        settings.set_constant("laplace.HESSIAN_MAX_DIM", 0)
+        fns = advi.log_density_functions(lambda z, d: -0.5 * jnp.sum(z**2), 3)
+        assert fns.precision is None and fns.search is not None  # the compiled search
+    finally:
+        settings.set_constant("lbfgs.RUNAWAY", runaway)
+        settings.set_constant("laplace.HESSIAN_MAX_DIM", max_dim)
+    assert laplace.RUNAWAY == runaway
+    assert advi.log_density_functions(lambda z, d: -0.5 * jnp.sum(z**2), 3).precision
+
+
+def test_settings_are_refused_for_other_methods_and_mixed_outputs():
+    with pytest.raises(ValueError, match="ADVI methods only"):
+        suite.check_settings(["laplace_starts=1"], ["advi_robust", "nuts"], [])
+    with pytest.raises(ValueError, match="another --out"):
+        suite.check_settings(["laplace_starts=1"], ["advi_robust"], [{"settings": []}])
+    suite.check_settings([], ["advi_robust", "nuts"], [{"settings": []}, {}])
+
+
+def _row(target, method, seed, rms, warned=False):
+    return {"target": target, "method": method, "seed": seed, "dim": 1, "rms_z": rms,
+            "warned": warned, "raised": None, "nonfinite": False, "seconds": 1.0,
+            "cold": seed == 0}
+
+
+def test_changed_targets_names_moves_and_new_warnings():
+    base = [_row("a", "advi_robust", s, 0.05) for s in range(3)] + [
+        _row("b", "advi_robust", s, 0.05) for s in range(3)]
+    after = [_row("a", "advi_robust", s, 2.0) for s in range(3)] + [
+        _row("b", "advi_robust", s, 0.06, warned=s == 0) for s in range(3)]
+    changes = ablation.changed_targets(base, after)
+    assert changes[0] == "a: 0.05 -> 2.00 !0->3"
+    assert changes[1] == "b: 0.05 -> 0.06 W0->1"
+    assert ablation.changed_targets(base, base) == []
+
+
+def test_an_ablation_runs_the_suite_with_its_setting_and_compares(tmp_path, capsys):
+    """One real fit (E0, seed 0) with one L-BFGS start, against a baseline's rows."""
+    name = "poisson-exponential (E0)"
+    base = tmp_path / "base"
+    base.mkdir()
+    rows = [_row(name, "advi_robust", 0, 0.03), _row(name, "nuts", 0, 0.04)]
+    (base / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ablation.main([str(x) for x in ("laplace_starts", "--baseline", base, "--out",
+                                    tmp_path / "out")])
+    made = suite.read_rows(tmp_path / "out" / "laplace_starts" / "rows.jsonl")
+    assert [(r["target"], r["seed"], r["settings"]) for r in made] == [
+        (name, 0, ["laplace_starts=1"])]
+    assert made[0]["rms_z"] < 0.5 and not made[0]["raised"]
+    printed = capsys.readouterr().out
+    assert "| laplace_starts | one L-BFGS start, not five | 1 |" in printed
+    assert "| (none: the defaults) | - | 1 | 0.030 |" in printed
