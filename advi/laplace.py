@@ -24,12 +24,12 @@ left of ``max_steps``. The first stage runs unwhitened for up to
 :data:`UNWHITENED_STEPS_PER_DIM` K steps, about the price of a Hessian, and only where it
 has not finished by then is its rest whitened by the curvature there (an ill-conditioned,
 badly scaled regression spends the whole step cap unwhitened, a few steps whitened), by
-|-H| (:func:`_saddle_free`) where -H is not positive definite there (a regression on an
-uncentred predictor, far from its mode: its noise scale's cross terms make -H indefinite
-while its eigenvalues span 1e-2 .. 1e9). Up to ``hessian_max_dim`` a stage also ends when
-its gradient runs away (:data:`advi.lbfgs.RUNAWAY`); where -H is then not positive definite
-where it ended (a centred hierarchy's funnel: its log density is not concave in a group
-effect and the log scale jointly), no later stage runs and the start is refused.
+|-H| (:func:`advi.curvature.saddle_free`) where -H is not positive definite there (a
+regression on an uncentred predictor, far from its mode: its noise scale's cross terms make
+-H indefinite while its eigenvalues span 1e-2 .. 1e9). Up to ``hessian_max_dim`` a stage
+also ends when its gradient runs away (:data:`advi.lbfgs.RUNAWAY`); where -H is then not
+positive definite where it ended (a centred hierarchy's funnel: its log density is not
+concave in a group effect and the log scale jointly), no later stage runs and the start is refused.
 
 The Hessian is formed exactly (reverse-over-reverse autodiff) for K <= ``hessian_max_dim``.
 Above that the second stage is whitened by one common scale and stops when every gradient
@@ -62,10 +62,10 @@ from typing import Any, NamedTuple
 
 import jax
 import numpy as np
-import scipy.linalg
 from jax import Array
 from jax.typing import ArrayLike
 
+from .curvature import condition_number, newton_sd, times, whitening
 from .families import Family, FullRankParams, MeanFieldParams
 from .lbfgs import RUNAWAY, HostSearch, Search, find_mode, mode_search
 
@@ -111,10 +111,6 @@ UNWHITENED_STEPS_PER_DIM = 0.5
 the Hessian that whitens its rest only where it has not finished by then. A Hessian (K
 reverse passes over the gradient) costs about 0.3 K host steps on E1 and E2: a well-posed
 start (E1: about 40 steps at K = 501) pays for none (benchmarks/README.md)."""
-
-EIGEN_FLOOR = 1e-12
-"""Where -H is not positive definite, its eigenvalues' magnitudes are floored at this share of
-the largest before they whiten a search (:func:`_saddle_free`)."""
 
 MODE_SD_TOL = 0.1
 """The mode is accepted when the Newton step |((-H)^-1 g)_k| is below this many Laplace
@@ -233,35 +229,6 @@ def _cast(x: Any, dtype: Any) -> np.ndarray:
     return np.asarray(x, dtype)
 
 
-def _whitening(precision: np.ndarray | None, dim: int) -> tuple[np.ndarray, bool]:
-    """C with C C^T = precision^-1 (lower triangular, from its Cholesky factor), and whether
-    precision is positive definite; else :func:`_saddle_free`'s C (ones, a (K,) vector,
-    where precision is missing or not finite)."""
-    if precision is None or not np.all(np.isfinite(precision)):
-        return np.ones(dim), False
-    try:
-        chol = np.linalg.cholesky(precision)
-        return scipy.linalg.solve_triangular(chol, np.eye(dim), lower=True).T, True
-    except np.linalg.LinAlgError:
-        return _saddle_free(precision), False
-
-
-def _saddle_free(precision: np.ndarray) -> np.ndarray:
-    """C = V |Lambda|^-1/2 for precision = V Lambda V^T not positive definite: C C^T =
-    |precision|^-1, the saddle-free Newton metric (Dauphin et al. 2014), which whitens an
-    ill-conditioned ridge whatever the sign of its curvature. Eigenvalues are floored at
-    :data:`EIGEN_FLOOR` of the largest (a flat direction gets the largest scale allowed)."""
-    eigenvalues, vectors = np.linalg.eigh(precision)
-    size = np.abs(eigenvalues)
-    size = np.maximum(size, EIGEN_FLOOR * max(float(np.max(size)), np.finfo(float).tiny))
-    return vectors / np.sqrt(size)
-
-
-def _times(whiten: np.ndarray, u: np.ndarray, transpose: bool = False) -> np.ndarray:
-    """C u (``transpose``: C^T u) for a whitening C given as a matrix or as its diagonal."""
-    return ((whiten.T if transpose else whiten) @ u) if whiten.ndim == 2 else whiten * u
-
-
 class _Staged(NamedTuple):
     mode: np.ndarray  # (K,) float64
     precision: np.ndarray | None  # -H there, or None
@@ -288,7 +255,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
             zeta = zeta + scale * shift
         else:
             found = (_first_host_stage(fns, zeta, cap, data, dtype) if stage == 0 else
-                     _host_stage(value_and_grad, zeta, _whitening(precision, zeta.size)[0],
+                     _host_stage(value_and_grad, zeta, whitening(precision, zeta.size)[0],
                                  cap, abs_tol))
             zeta, met, used, ran_away = found[:4]
             nonfinite = nonfinite or found.nonfinite
@@ -297,7 +264,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
             return _Staged(zeta, None, scale, steps, False, True)
         if fns.precision is not None:
             precision = _precision(fns, zeta, data, dtype)
-            if ran_away and not _whitening(precision, zeta.size)[1]:
+            if ran_away and not whitening(precision, zeta.size)[1]:
                 break  # towards a singularity where -H is not definite: no mode to find
         elif fns.diagonal is not None:
             scale = common_scale(fns, zeta, data, dtype)
@@ -318,7 +285,7 @@ def _host_stage(value_and_grad: Callable, zeta: np.ndarray, whiten: np.ndarray, 
     :class:`advi.lbfgs.HostSearch` with ``zeta`` where it ended (zeta-space)."""
     found = find_mode(_whitened(value_and_grad, zeta, whiten), np.zeros_like(zeta), cap,
                       GRAD_RTOL, abs_tol, RUNAWAY)
-    return found._replace(zeta=zeta + _times(whiten, found.zeta))
+    return found._replace(zeta=zeta + times(whiten, found.zeta))
 
 
 def _first_host_stage(fns: LogDensityFunctions, zeta: np.ndarray, cap: int, data: Any,
@@ -326,14 +293,14 @@ def _first_host_stage(fns: LogDensityFunctions, zeta: np.ndarray, cap: int, data
     """The first stage on the host (as :func:`_host_stage`): unwhitened for up to
     :data:`UNWHITENED_STEPS_PER_DIM` K steps; where that ended short of its test (neither
     met nor run away), the rest of the stage is whitened by the curvature there (by |-H|
-    where -H is not positive definite: :func:`_whitening`)."""
+    where -H is not positive definite: :func:`advi.curvature.whitening`)."""
     value_and_grad = _host(fns.value_and_grad, data, dtype)
     rental = cap if fns.precision is None else min(
         cap, math.ceil(UNWHITENED_STEPS_PER_DIM * zeta.size))
     first = _host_stage(value_and_grad, zeta, np.ones(zeta.size), rental, 0.0)
     if first.converged or first.ran_away or first.steps >= cap or fns.precision is None:
         return first
-    whiten, _ = _whitening(_precision(fns, first.zeta, data, dtype), zeta.size)
+    whiten, _ = whitening(_precision(fns, first.zeta, data, dtype), zeta.size)
     rest = _host_stage(value_and_grad, first.zeta, whiten, cap - first.steps, 0.0)
     return rest._replace(steps=first.steps + rest.steps,
                          nonfinite=first.nonfinite or rest.nonfinite)
@@ -343,9 +310,9 @@ def _whitened(value_and_grad: Callable, base: np.ndarray, whiten: np.ndarray) ->
     """``u -> (log p, C^T grad)`` at zeta = base + C u, on the host."""
 
     def whitened(u: np.ndarray) -> Any:
-        value, grad = value_and_grad(base + _times(whiten, u))
+        value, grad = value_and_grad(base + times(whiten, u))
         with np.errstate(all="ignore"):  # non-finite draws end the search in find_mode
-            return value, _times(whiten, np.asarray(grad, np.float64), transpose=True)
+            return value, times(whiten, np.asarray(grad, np.float64), transpose=True)
 
     return whitened
 
@@ -360,26 +327,6 @@ def _compiled_stage(search: Callable[..., Search], zeta: np.ndarray, scale: floa
     if not np.isfinite(float(out.log_p)):
         return np.zeros_like(zeta), False, int(out.steps), refused
     return np.asarray(out.u, np.float64), met, int(out.steps), refused
-
-
-def _condition(precision: np.ndarray) -> float:
-    """max |eigenvalue| / |smallest eigenvalue| of a symmetric matrix (inf where singular,
-    nan where not finite): :attr:`LaplaceStart.condition`."""
-    if not np.all(np.isfinite(precision)):
-        return math.nan
-    eigenvalues = np.linalg.eigvalsh(precision)
-    least = abs(float(eigenvalues[0]))
-    return float(np.max(np.abs(eigenvalues))) / least if least > 0 else math.inf
-
-
-def _newton_sd(precision: np.ndarray, grad: np.ndarray) -> tuple[bool, np.ndarray]:
-    """Whether precision is positive definite, and |Newton step_k| / Laplace sd_k."""
-    whiten, definite = _whitening(precision, grad.size)
-    if not definite:
-        return False, np.full(grad.shape, np.inf)
-    cov = whiten @ whiten.T
-    with np.errstate(all="ignore"):
-        return True, np.abs(cov @ grad) / np.sqrt(np.diagonal(cov))
 
 
 def laplace_start(
@@ -420,14 +367,14 @@ def laplace_start(
         if ok:
             sd = np.full(dim, common)
     else:
-        definite, newton_sd = _newton_sd(precision, grad)
-        newton = float(np.max(newton_sd)) if np.all(np.isfinite(newton_sd)) else np.inf
+        definite, steps_sd = newton_sd(precision, grad)
+        newton = float(np.max(steps_sd)) if np.all(np.isfinite(steps_sd)) else np.inf
         ok = definite and newton < MODE_SD_TOL
-        condition = math.nan if ok else _condition(precision)
+        condition = math.nan if ok else condition_number(precision)
         diag = np.diagonal(precision)
         sd = 1 / np.sqrt(np.where(np.isfinite(diag) & (diag > 0), diag, 1.0))
         if definite and family.name == "fullrank":
-            whiten, _ = _whitening(precision, dim)
+            whiten, _ = whitening(precision, dim)
             scale = np.linalg.cholesky(whiten @ whiten.T)
             sd = np.sqrt(np.sum(scale**2, axis=1))
     mu = _cast(mode, dtype)
