@@ -1,6 +1,6 @@
-"""The reproduction table: for each claim of the paper (its experiments, numbered E0 to E6
-here: Figures 3, 4a, 4b, 5a/5c, 5b/5d, 1a, 1b), what this run
-measured and whether the claim held here.
+"""The criteria of the reproduction table (:mod:`advi_repro.analysis.reproduction`): for
+each claim of the paper (its experiments, numbered E0 to E6 here: Figures 3, 4a, 4b, 5a/5c,
+5b/5d, 1a, 1b), what a run measured and whether the claim held there.
 
 Pure functions over the per-experiment summary tables
 (:func:`advi_repro.analysis.summary.summary_table`,
@@ -28,18 +28,14 @@ Each experiment's YAML names the claim it tests (``claim_id``); an experiment th
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from advi_repro.analysis.methods import advi_setting, advi_variants, is_robust
+from advi_repro.analysis.methods import advi_setting, is_robust
 from advi_repro.analysis.paper_claims import CLAIMS, MAX_EXCESS_KL, MINIBATCH_THRESHOLD, SPEED_UP
 from advi_repro.analysis.summary import reach_column, reverse_reach_column
-
-COLUMNS = ("claim", "figure", "paper_claim", "criterion", "experiment", "held", "verdict",
-           "measured", "data")
-"""The columns of the reproduction table (claims.csv)."""
 
 
 class Verdict(NamedTuple):
@@ -54,34 +50,6 @@ class Verdict(NamedTuple):
     held: bool | None
     measured: str
     reason: str
-
-
-NO_CLAIM = "no paper claim"
-"""``held`` of an experiment that tests no claim of the paper (its ``claim_id`` is null)."""
-
-
-class ExperimentResult(NamedTuple):
-    """What the reproduction table needs to know of one planned experiment.
-
-    Attributes:
-        name: the experiment (``conf/experiment/<name>.yaml``).
-        claim_id: the claim it tests (its YAML's ``claim_id``, ``E1`` to ``E6``), or None.
-        summary: its summary table (:func:`advi_repro.analysis.summary.summary_table`).
-        reference: the method whose final heldout_lpd the others are timed against (NUTS;
-            E6: the largest minibatch), or None.
-        tolerance: "within" means within this fraction of the reference's final value.
-        data: where its data came from, for the report (e.g. a simulated stand-in).
-        setups: per method, what its seconds were measured on
-            (:func:`advi_repro.analysis.runinfo.timing_setup`; None: not recorded).
-    """
-
-    name: str
-    claim_id: str | None
-    summary: pd.DataFrame
-    reference: str | None
-    tolerance: float
-    data: str
-    setups: Mapping[str, str | None] | None = None
 
 
 def check_claim_id(experiment: str, claim_id: str | None) -> None:
@@ -183,7 +151,7 @@ def judge_experiment(
         setups: per method, what its seconds were measured on (None: not recorded).
     """
     table = summary.set_index("method")
-    seconds, parts = _reach(summary, reference=reference, tolerance=tolerance)
+    seconds, parts = reach(summary, reference=reference, tolerance=tolerance)
     final = table["final_heldout_lpd"].astype(float)
     advi = [m for m in table.index if advi_setting(m) is not None]
     if claim == "E6":
@@ -202,7 +170,7 @@ def judge_experiment(
     return _judge_accuracy(times, parts, claim)
 
 
-def _reach(summary: pd.DataFrame, *, reference: str | None, tolerance: float
+def reach(summary: pd.DataFrame, *, reference: str | None, tolerance: float
            ) -> tuple[pd.Series, list[str]]:
     """Per method (the summary's index), the seconds to within ``tolerance`` of the
     reference's final heldout_lpd (inf: never, or no reference), and what was measured in
@@ -330,74 +298,3 @@ def _judge_minibatch(table: pd.DataFrame, final: pd.Series, parts: list[str]) ->
 
 
 # ---- the table ---------------------------------------------------------------------------------
-
-
-def _held(held: bool | None) -> str:
-    return {True: "yes", False: "no", None: "cannot tell"}[held]
-
-
-def claims_table(
-    transformation: pd.DataFrame | None, experiments: Iterable[ExperimentResult]
-) -> pd.DataFrame:
-    """The reproduction table: one row per claim and experiment, claims in the paper's order;
-    an experiment that also ran robust ADVI gets a second row, "<name> (ADVI robust)", judged
-    with robust ADVI in place of Stan's (:func:`advi_variants`); last, a row for each
-    experiment that tests no claim of the paper (``claim_id`` None), with its numbers.
-
-    Args:
-        transformation: :func:`transformation_table` of Figure 3's fit, or None if not run.
-        experiments: the planned experiments; claims no experiment tests are "not run".
-
-    Returns:
-        Columns :data:`COLUMNS`; ``held`` is ``yes``, ``no``, ``cannot tell``, ``not run``
-        or :data:`NO_CLAIM`.
-
-    Raises:
-        ValueError: an experiment's ``claim_id`` is not a claim of the paper.
-    """
-    by_claim: dict[str | None, list[ExperimentResult]] = {}
-    for experiment in experiments:
-        check_claim_id(experiment.name, experiment.claim_id)
-        by_claim.setdefault(experiment.claim_id, []).append(experiment)
-    rows: list[dict[str, Any]] = []
-    for claim in CLAIMS:
-        row = {"claim": claim.id, "figure": claim.figure, "paper_claim": claim.text,
-               "criterion": claim.criterion}
-        if claim.id == "E0":
-            rows.append({**row, **_transformation_row(transformation)})
-            continue
-        if claim.id not in by_claim:
-            rows.append({**row, "experiment": "", "measured": "", "held": "not run",
-                         "verdict": "no experiment of this run tests it", "data": ""})
-        for experiment in by_claim.get(claim.id, []):
-            for suffix, summary in advi_variants(experiment.summary):
-                verdict = judge_experiment(claim.id, summary, reference=experiment.reference,
-                                           tolerance=experiment.tolerance,
-                                           setups=experiment.setups)
-                rows.append({**row, "experiment": experiment.name + suffix,
-                             "measured": verdict.measured, "held": _held(verdict.held),
-                             "verdict": verdict.reason, "data": experiment.data})
-    rows += [_unclaimed_row(experiment) for experiment in by_claim.get(None, [])]
-    return pd.DataFrame(rows, columns=list(COLUMNS))
-
-
-def _transformation_row(transformation: pd.DataFrame | None) -> dict[str, Any]:
-    """E0's row (less the claim's own columns) from Figure 3's fit table, or "not run"."""
-    if transformation is None:
-        return {"experiment": "", "measured": "", "held": "not run",
-                "verdict": "Figure 3 was not made", "data": ""}
-    verdict = judge_transformation(transformation)
-    return {"experiment": "fig3_transformations", "measured": verdict.measured,
-            "held": _held(verdict.held), "verdict": verdict.reason,
-            "data": "simulated Poisson counts"}
-
-
-def _unclaimed_row(experiment: ExperimentResult) -> dict[str, Any]:
-    """The row of an experiment that tests no claim of the paper: what it measured."""
-    _, parts = _reach(experiment.summary, reference=experiment.reference,
-                      tolerance=experiment.tolerance)
-    return {"claim": "none", "figure": "", "paper_claim": "", "criterion": "",
-            "experiment": experiment.name, "held": NO_CLAIM,
-            "verdict": "the experiment tests no claim of the paper (claim_id: null): its "
-                       "numbers are shown, not judged",
-            "measured": "; ".join(parts), "data": experiment.data}

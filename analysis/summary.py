@@ -127,8 +127,37 @@ def summary_table(
         ``seconds_for_<reference>_to_<tolerance>pct_of_final``: the seconds the reference's
         mean curve took to come within ``tolerance`` of this method's final heldout_lpd
         (NaN: not before the reference's runs ended, or no reference run); both absent when
-        ``reference`` is None.
+        ``reference`` is None. With two seeds or more, also ``<seconds_to column>_sd``: the
+        sd over seeds of each seed's own seconds to its reference run's final value
+        (:func:`seed_summaries`; NaN where fewer than two seeds came within it).
     """
+    table = _summary(traces, reference=reference, tolerance=tolerance, preferred=preferred,
+                     endings=endings)
+    if reference is not None and traces["seed"].nunique() > 1:
+        per_seed = seed_summaries(traces, reference=reference, tolerance=tolerance,
+                                  preferred=preferred)
+        column = reach_column(reference, tolerance)
+        spread = per_seed.groupby("method")[column].std()  # NaN where < 2 seeds reached
+        at = table.columns.get_loc(column) + 1
+        table.insert(at, f"{column}_sd", table["method"].map(spread).astype(float))
+    return table
+
+
+def seed_summaries(traces: pd.DataFrame, *, reference: str | None, tolerance: float = 0.01,
+                   preferred: Sequence[str] = ()) -> pd.DataFrame:
+    """Each seed's own summary table (:func:`summary_table` of its runs alone: its methods
+    timed against its own reference run), stacked, with a first column ``seed``: what a
+    claim is judged on seed by seed (``advi_repro.analysis.claims``)."""
+    tables = [_summary(traces[traces["seed"] == seed], reference=reference,
+                       tolerance=tolerance, preferred=preferred).assign(seed=int(seed))
+              for seed in sorted(traces["seed"].unique())]
+    stacked = pd.concat(tables, ignore_index=True)
+    return stacked[["seed", *[c for c in stacked.columns if c != "seed"]]]
+
+
+def _summary(traces: pd.DataFrame, *, reference: str | None, tolerance: float,
+             preferred: Sequence[str], endings: pd.DataFrame | None = None) -> pd.DataFrame:
+    """:func:`summary_table` without the seconds' spread over seeds."""
     finals = final_rows(traces)
     curves = mean_curves(traces)
     target = np.nan

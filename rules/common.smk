@@ -53,6 +53,7 @@ FETCHED = fetched_data_dir(RESULTS, "{dataset}")
 IMAGECLEF = imageclef_data_dir(RESULTS) / "{stem}.npy"
 SUMMARY = f"{RESULTS}/summaries/{{experiment}}.csv"
 SUMMARY_PAGE = f"{RESULTS}/summaries/{{experiment}}.html"
+SEED_SUMMARY = f"{RESULTS}/summaries/seeds/{{experiment}}.csv"
 FIGURE = f"{RESULTS}/figures/{{figure}}"
 STANDIN_FIGURE = f"{RESULTS}/figures/imageclef_{{stem}}"
 # "Close to the reference": within this fraction of its final heldout_lpd (summary, caption).
@@ -81,6 +82,10 @@ def figure_files():
 
 def summary_files():
     return expand(SUMMARY, experiment=EXPERIMENTS)
+
+
+def seed_summary_files():
+    return expand(SEED_SUMMARY, experiment=EXPERIMENTS)
 
 
 def summary_pages():

@@ -13,6 +13,7 @@ rule summarise:
         infos=experiment_infos,
     output:
         table=SUMMARY,
+        seeds=SEED_SUMMARY,
         page=report(
             SUMMARY_PAGE,
             caption="../report/summary.rst",

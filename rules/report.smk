@@ -74,6 +74,7 @@ rule model_source:
 rule claims:
     input:
         summaries=summary_files(),
+        seeds=seed_summary_files(),
         infos=RUN_INFOS,
         transformation=f"{FIG3}_fit.csv",
     output:

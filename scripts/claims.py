@@ -22,8 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from advi_repro.analysis.claims import ExperimentResult, claims_table
 from advi_repro.analysis.report_pages import html_page, scale_note
+from advi_repro.analysis.reproduction import ExperimentResult, claims_table
 from advi_repro.analysis.runinfo import data_origin, timing_setup
 from advi_repro.planning.files import atomic_open
 from advi_repro.planning.scriptlog import log_to
@@ -40,8 +40,9 @@ def build(
 
     Args:
         experiments: per planned experiment, ``summary`` (its CSV, ``scripts/summarise.py``),
-            ``reference`` (the method the summary times the others against, or None) and
-            ``claim_id`` (the claim of the paper it tests, or None).
+            optionally ``seeds`` (its per-seed summaries' CSV: the claim is then also judged
+            on each seed), ``reference`` (the method the summary times the others against,
+            or None) and ``claim_id`` (the claim of the paper it tests, or None).
         infos: the ``info.json`` of every planned run; each names its experiment.
         transformation: Figure 3's fit table
         (``advi_repro.analysis.transformation.transformation_table`` as
@@ -49,7 +50,7 @@ def build(
         tolerance: the summaries' tolerance (a fraction of the reference's final value).
 
     Returns:
-        ``advi_repro.analysis.claims.claims_table``.
+        ``advi_repro.analysis.reproduction.claims_table``.
     """
     runs = defaultdict(list)
     for path in infos:
@@ -62,6 +63,7 @@ def build(
             summary=pd.read_csv(experiment["summary"]), reference=experiment["reference"],
             tolerance=tolerance, data=data_origin(runs[name]),
             setups=method_setups(runs[name]),
+            seeds=pd.read_csv(experiment["seeds"]) if experiment.get("seeds") else None,
         ))
     fit = pd.read_csv(transformation) if transformation is not None else None
     return claims_table(fit, results)
@@ -78,14 +80,16 @@ def method_setups(infos: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:
     return {method: " | ".join(sorted(found)) or None for method, found in setups.items()}
 
 
-def experiments_of(summaries: Sequence[str], references: str, claim_ids: str
-                   ) -> dict[str, dict[str, Any]]:
-    """``build``'s experiments from the rule's summaries (``<experiment>.csv``) and its
-    ``references`` and ``claim_ids`` parameters, ``"<experiment>: <value or None>, ..."``."""
+def experiments_of(summaries: Sequence[str], references: str, claim_ids: str,
+                   seeds: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+    """``build``'s experiments from the rule's summaries (``<experiment>.csv``), per-seed
+    summaries (``seeds/<experiment>.csv``) and its ``references`` and ``claim_ids``
+    parameters, ``"<experiment>: <value or None>, ..."``."""
     by_name = {Path(path).stem: path for path in summaries}
+    seeds_of = {Path(path).stem: path for path in seeds}
     claims = _by_experiment(claim_ids)
     return {name: {"summary": by_name[name], "reference": reference,
-                   "claim_id": claims[name]}
+                   "claim_id": claims[name], "seeds": seeds_of.get(name)}
             for name, reference in _by_experiment(references).items()}
 
 
@@ -100,7 +104,8 @@ def main() -> None:
     ``output.page`` (HTML)."""
     log_to(snakemake.log[0])  # noqa: F821
     params, inputs, output = snakemake.params, snakemake.input, snakemake.output  # noqa: F821
-    table = build(experiments_of(inputs.summaries, params.references, params.claim_ids),
+    table = build(experiments_of(inputs.summaries, params.references, params.claim_ids,
+                                 inputs.seeds),
                   inputs.infos, inputs.transformation, tolerance=params.tolerance)
     with atomic_open(output.table) as f:
         table.to_csv(f, index=False)
@@ -108,7 +113,8 @@ def main() -> None:
     about = [scale_note(infos), "held: <b>yes</b>; <b>no</b>, with the part that failed in "
              "verdict; <b>cannot tell</b>, where a method the criterion compares was not run; "
              "<b>not run</b>, where no experiment of this run tests the claim; <b>no paper "
-             "claim</b>, an experiment that is not in the paper, with its numbers. The "
+             "claim</b>, an experiment that is not in the paper, with its numbers; "
+             "held_per_seed: the same criterion on each seed's runs alone. The "
              "criteria and how times are measured: the caption beside this page."]
     with atomic_open(output.page) as f:
         figure = (" (" + table["figure"] + ")").where(table["figure"] != "", "")

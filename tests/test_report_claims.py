@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from scipy import integrate, optimize, stats
 
-from advi_repro.analysis import claims, methods, runinfo, transformation
-from advi_repro.analysis.claims import ExperimentResult
+from advi_repro.analysis import claims, methods, reproduction, runinfo, transformation
+from advi_repro.analysis.reproduction import ExperimentResult
 
 REACH = "seconds_to_1pct_of_nuts"
 LABELS = {"advi_M1": "ADVI (M=1)", "advi_M10": "ADVI (M=10)", "nuts": "NUTS", "hmc": "HMC"}
@@ -131,6 +131,25 @@ def test_e0_holds_at_the_kl_optimum_and_not_far_from_it():
     assert "Gamma(10, 4)" in verdict.measured
 
 
+def test_a_claim_is_judged_on_each_seed_too():
+    """Seed 0's ADVI comes within 1% of NUTS first; seed 1's HMC gets there before it: E2
+    holds on 1 of 2 seeds; seed 2 has no NUTS run and cannot tell."""
+    seeds = pd.concat([
+        summary(AGREEING, FAST_ADVI).assign(seed=0),
+        summary(AGREEING, {**FAST_ADVI, "hmc": 1.0}).assign(seed=1),
+    ])
+    experiment = ExperimentResult("election88", "E2", summary(AGREEING, FAST_ADVI), "nuts",
+                                  0.01, "fetch election88", seeds=seeds)
+    row = reproduction.claims_table(None, [experiment]).set_index("experiment")
+    assert row.loc["election88", "held"] == "yes"
+    assert row.loc["election88", "held_per_seed"] == "1 of 2 seeds (not seed 1)"
+    no_nuts = summary({m: v for m, v in AGREEING.items() if m != "nuts"}, FAST_ADVI)
+    three = experiment._replace(seeds=pd.concat([seeds, no_nuts.assign(seed=2)]))
+    assert reproduction.per_seed("E2", three, "") == (
+        "1 of 3 seeds (not seed 1; seed 2 cannot tell)")
+    assert reproduction.per_seed("E2", experiment._replace(seeds=None), "") == ""
+
+
 def test_the_table_lists_every_claim_and_marks_the_unplanned_ones_not_run():
     fit = transformation.transformation_table({"a": 10.0, "b": 4.0, "mu": 0.866, "sigma": 0.316})
     experiments = [
@@ -141,8 +160,8 @@ def test_the_table_lists_every_claim_and_marks_the_unplanned_ones_not_run():
                                  {"advi_M1": 5.0, "nuts": 60.0}), "nuts", 0.01,
                          "simulated stand-in"),
     ]
-    table = claims.claims_table(fit, experiments)
-    assert list(table.columns) == list(claims.COLUMNS)
+    table = reproduction.claims_table(fit, experiments)
+    assert list(table.columns) == list(reproduction.COLUMNS)
     assert list(table["claim"]) == ["E0", "E1", "E2", "E3", "E4", "E5", "E6"]
     held = dict(zip(table["claim"], table["held"], strict=True))
     assert held == {"E0": "yes", "E1": "not run", "E2": "yes", "E3": "not run",
@@ -191,7 +210,7 @@ def test_a_held_speed_claim_reads_the_race_both_ways_and_the_robust_row_its_own(
     table = summary(finals, seconds).assign(**{REVERSE: [np.nan, np.nan, 143.0, 0.0]})
     experiment = ExperimentResult("dirichlet_exponential_nmf", "E4", table, "nuts", 0.01,
                                   "fetch frey_faces")
-    rows = claims.claims_table(None, [experiment]).set_index("experiment")
+    rows = reproduction.claims_table(None, [experiment]).set_index("experiment")
     stan = rows.loc["dirichlet_exponential_nmf"]
     assert stan["held"] == "yes" and stan["verdict"].startswith("ADVI was 97.3x faster")
     assert "did not come within 1% of ADVI (M=1)'s final value" in stan["verdict"]
@@ -225,7 +244,7 @@ def test_robust_advi_gets_its_own_row_judged_in_place_of_stans():
     seconds = {**FAST_ADVI, "advi_M1": np.nan, "advi_M10": np.nan, "advi_robust_M1": 1.5}
     experiment = ExperimentResult("linreg_ard", "E1", summary(finals, seconds), "nuts",
                                   0.01, "simulated")
-    table = claims.claims_table(None, [experiment]).set_index("experiment")
+    table = reproduction.claims_table(None, [experiment]).set_index("experiment")
     assert table.loc["linreg_ard", "held"] == "no"
     assert "advi_robust" not in table.loc["linreg_ard", "measured"]
     robust = table.loc["linreg_ard (ADVI robust)"]
@@ -247,7 +266,7 @@ def test_seconds_measured_on_different_set_ups_are_not_compared():
     assert claims.judge_experiment("E2", table, reference="nuts", setups=unknown).held is True
     experiment = ExperimentResult("election88", "E2", table, "nuts", 0.01,
                                   "fetched election88", setups=mixed)
-    row = claims.claims_table(None, [experiment]).set_index("experiment").loc["election88"]
+    row = reproduction.claims_table(None, [experiment]).set_index("experiment").loc["election88"]
     assert row["held"] == "cannot tell"
 
 
@@ -256,10 +275,10 @@ def test_an_experiment_with_no_paper_claim_gets_a_row_with_its_numbers_last():
                             0.01, "simulate poisson_regression")
     paper = ExperimentResult("election88", "E2", summary(AGREEING, FAST_ADVI), "nuts", 0.01,
                              "fetch election88")
-    table = claims.claims_table(None, [mine, paper])
+    table = reproduction.claims_table(None, [mine, paper])
     assert list(table["claim"]) == ["E0", "E1", "E2", "E3", "E4", "E5", "E6", "none"]
     row = table.iloc[-1]
-    assert row["experiment"] == "poisson_regression" and row["held"] == claims.NO_CLAIM
+    assert row["experiment"] == "poisson_regression" and row["held"] == reproduction.NO_CLAIM
     assert "ADVI (M=1) -1.001" in row["measured"] and "NUTS 60 s" in row["measured"]
     assert row["data"] == "simulate poisson_regression" and row["paper_claim"] == ""
 

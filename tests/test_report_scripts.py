@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from advi_repro import models
-from advi_repro.analysis.summary import summary_table
+from advi_repro.analysis.summary import seed_summaries, summary_table
 from advi_repro.planning.paths import REPO_ROOT
 
 SCRIPTS = REPO_ROOT / "scripts"
@@ -91,11 +91,16 @@ def test_claims_from_summaries_of_traces(tmp_path):
                           reference="nuts", preferred=["advi_M1", "nuts", "hmc"])
     summary_csv = tmp_path / "election88.csv"
     table.to_csv(summary_csv, index=False, float_format="%.4g", na_rep="n/a")  # summarise.py
+    seeds_csv = tmp_path / "seeds.csv"
+    seed_summaries(pd.concat([pd.read_csv(p.with_name("trace.csv")) for p in infos]),
+                   reference="nuts").to_csv(seeds_csv, index=False, float_format="%.4g",
+                                            na_rep="n/a")
     experiments = {"election88": {"summary": summary_csv, "reference": "nuts",
-                                  "claim_id": "E2"}}
+                                  "claim_id": "E2", "seeds": seeds_csv}}
     result = load_script("claims").build(experiments, infos, None, tolerance=0.01)
     row = result.set_index("claim").loc["E2"]
     assert row["held"] == "no" and row["experiment"] == "election88"
+    assert row["held_per_seed"] == "0 of 2 seeds (not seed 0; not seed 1)"
     assert "HMC" in row["verdict"] and "not within 1% of NUTS's" in row["verdict"]
     assert "ADVI (M=1) 3 s" in row["measured"] and "NUTS 80 s" in row["measured"]
     assert "HMC never" in row["measured"] and "26.7x" in row["measured"]
@@ -170,9 +175,10 @@ def test_captions_render_as_snakemake_renders_them(tmp_path, scale, diagram):
 def test_the_claims_rule_pairs_each_summary_with_its_reference_and_claim():
     experiments = load_script("claims").experiments_of(
         ["results/summaries/linreg_ard.csv", "results/summaries/mine.csv"],
-        "linreg_ard: nuts, mine: None", "linreg_ard: E1, mine: None")
+        "linreg_ard: nuts, mine: None", "linreg_ard: E1, mine: None",
+        ["results/summaries/seeds/linreg_ard.csv"])
     assert experiments == {
         "linreg_ard": {"summary": "results/summaries/linreg_ard.csv", "reference": "nuts",
-                       "claim_id": "E1"},
+                       "claim_id": "E1", "seeds": "results/summaries/seeds/linreg_ard.csv"},
         "mine": {"summary": "results/summaries/mine.csv", "reference": None,
-                 "claim_id": None}}
+                 "claim_id": None, "seeds": None}}

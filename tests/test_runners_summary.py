@@ -11,6 +11,7 @@ from advi_repro.analysis.summary import (
     read_endings,
     read_traces,
     run_ending,
+    seed_summaries,
     summary_table,
 )
 from advi_repro.runners.trace import TraceWriter
@@ -83,6 +84,22 @@ def test_summary_times_each_method_against_the_reference(traces):
     assert table.loc["nuts", "seconds_to_1pct_of_nuts"] == pytest.approx(3.0)
     assert np.isnan(table.loc["hmc", "seconds_to_1pct_of_nuts"])
     assert np.isnan(table.loc["hmc", "final_heldout_lpd_sd"])
+
+
+def test_each_seed_is_timed_against_its_own_reference_run(traces):
+    """Seed 0: NUTS ends at -1.0 (target -1.01), which ADVI (-1.105) never reaches; seed 1:
+    NUTS ends at -1.2 (target -1.212), which ADVI reaches at 0.4 s. The summary's spread of
+    the seconds is over the seeds that came within it: NUTS's own 2 and 4 s."""
+    per_seed = seed_summaries(traces, reference="nuts", preferred=["advi_M1", "nuts", "hmc"])
+    assert list(per_seed.columns[:2]) == ["seed", "method"]
+    at = per_seed.set_index(["seed", "method"])["seconds_to_1pct_of_nuts"]
+    assert np.isnan(at[0, "advi_M1"]) and at[1, "advi_M1"] == pytest.approx(0.4)
+    assert at[0, "nuts"] == pytest.approx(2.0) and at[1, "nuts"] == pytest.approx(4.0)
+    assert set(per_seed.loc[per_seed["seed"] == 1, "method"]) == {"advi_M1", "nuts"}
+    spread = summary_table(traces, reference="nuts").set_index("method")[
+        "seconds_to_1pct_of_nuts_sd"]
+    assert spread["nuts"] == pytest.approx(np.std([2.0, 4.0], ddof=1))
+    assert np.isnan(spread["advi_M1"]) and np.isnan(spread["hmc"])
 
 
 def test_the_summary_reads_the_race_the_other_way_round(tmp_path, trace_paths):
