@@ -14,7 +14,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from advi_repro.planning.config import choices
-from advi_repro.planning.workflow import refuse_shared_folders
+from advi_repro.planning.sweeps import refuse_shared_folders
 
 GROUPS = ("experiment", "method", "scale")
 """The config groups a user picks from on the command line (``conf/<group>/*.yaml``)."""
@@ -50,7 +50,7 @@ def check_choices(argv: list[str], conf_dir: str | Path) -> None:
 class SweepGuard(Callback):
     """Hydra callback (``hydra.callbacks`` in ``conf/config.yaml``): before a ``-m`` sweep
     runs anything, composes each of its runs and exits with :func:`fail` when two would
-    write one folder (:func:`advi_repro.planning.workflow.refuse_shared_folders`, as the workflow
+    write one folder (:func:`advi_repro.planning.sweeps.refuse_shared_folders`, as the workflow
     refuses), or when any run's config is out of range."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:

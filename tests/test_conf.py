@@ -16,12 +16,8 @@ from advi_repro.planning.config import register, to_run
 from advi_repro.planning.data import data_path
 from advi_repro.planning.methods import AdviConfig, HmcConfig, NutsConfig
 from advi_repro.planning.paths import REPO_ROOT, checkout_conf
-from advi_repro.planning.workflow import (
-    expand_sweeps,
-    experiment_names,
-    plan_workflow,
-    refuse_shared_folders,
-)
+from advi_repro.planning.sweeps import expand_sweeps, refuse_shared_folders
+from advi_repro.planning.workflow import experiment_names, plan_workflow
 
 CONF_DIR = checkout_conf(__file__)  # this checkout's conf/
 EXPERIMENTS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
