@@ -35,6 +35,7 @@ rule all:
     input:
         figures=figure_files(),
         summaries=summary_files(),
+        seed_summaries=seed_summary_files(),
         summary_pages=summary_pages(),
         report=REPORT_FILES,
     default_target: True
