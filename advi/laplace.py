@@ -27,9 +27,12 @@ badly scaled regression spends the whole step cap unwhitened, a few steps whiten
 |-H| (:func:`advi.curvature.saddle_free`) where -H is not positive definite there (a
 regression on an uncentred predictor, far from its mode: its noise scale's cross terms make
 -H indefinite while its eigenvalues span 1e-2 .. 1e9). Up to ``hessian_max_dim`` a stage
-also ends when its gradient runs away (:data:`advi.lbfgs.RUNAWAY`); where -H is then not
-positive definite where it ended (a centred hierarchy's funnel: its log density is not
-concave in a group effect and the log scale jointly), no later stage runs and the start is refused.
+also ends when its gradient runs away (:data:`advi.lbfgs.RUNAWAY`). Where a stage stopped
+short of its test before its step cap (ran away, or L-BFGS found no step: its line search
+met non-finite values or no increase) and -H is not positive definite where it ended (a
+centred hierarchy's funnel: its log density is not concave in a group effect and the log
+scale jointly), no later stage runs and the start is refused (E2: 52 L-BFGS steps and two
+Hessians, 0.07 s, where a second stage ran 37 more steps into the same refusal).
 
 The Hessian is formed exactly (reverse-over-reverse autodiff) for K <= ``hessian_max_dim``.
 Above that the second stage is whitened by one common scale and stops when every gradient
@@ -248,7 +251,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
     stages = LAPLACE_STAGES if fns.precision is not None or fns.diagonal is not None else 1
     for stage in range(stages):
         cap = max_steps // stages if stage < stages - 1 else max_steps - steps
-        abs_tol, refused, ran_away = (MODE_SD_TOL / 10 if stage > 0 else 0.0), False, False
+        abs_tol, refused, short = (MODE_SD_TOL / 10 if stage > 0 else 0.0), False, False
         if fns.search is not None:
             shift, met, used, refused = _compiled_stage(fns.search, zeta, scale, cap, abs_tol,
                                                         data, dtype)
@@ -257,15 +260,16 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
             found = (_first_host_stage(fns, zeta, cap, data, dtype) if stage == 0 else
                      _host_stage(value_and_grad, zeta, whitening(precision, zeta.size)[0],
                                  cap, abs_tol))
-            zeta, met, used, ran_away = found[:4]
+            zeta, met, used = found[:3]
+            short = not met and (found.ran_away or used < cap)  # ran away, or could not step
             nonfinite = nonfinite or found.nonfinite
         steps, reached = steps + used, reached or met
         if refused:  # the compiled search found no step: no mode
             return _Staged(zeta, None, scale, steps, False, True)
         if fns.precision is not None:
             precision = _precision(fns, zeta, data, dtype)
-            if ran_away and not whitening(precision, zeta.size)[1]:
-                break  # towards a singularity where -H is not definite: no mode to find
+            if short and not whitening(precision, zeta.size)[1]:
+                break  # stopped short where -H is not definite: no mode to find
         elif fns.diagonal is not None:
             scale = common_scale(fns, zeta, data, dtype)
     return _Staged(zeta, precision, scale, steps, reached, nonfinite=nonfinite)

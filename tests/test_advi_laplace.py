@@ -1,6 +1,7 @@
 """The Laplace start: the mode and curvature of a known Gaussian, a funnel refused, the
 gradient-only path above hessian_max_dim."""
 
+import math
 import tracemalloc
 
 import jax
@@ -244,6 +245,20 @@ def test_a_funnel_indefinite_where_its_stage_was_whitened_and_where_it_ended_is_
                                None)
     assert not start.ok and len(least) == 2 and max(least) < 0
     assert start.steps > 10 // 2  # past the unwhitened steps: the rest ran, and ran away
+
+
+def test_a_stage_that_found_no_step_where_minus_h_is_indefinite_ends_the_start(monkeypatch):
+    """Without the runaway test the funnel's first stage climbs its neck until L-BFGS finds
+    no step (float32 overflows there), short of its step cap; -H is not positive definite
+    where it stopped, so no second stage runs (E2's start: 52 steps, not 89)."""
+    monkeypatch.setattr(advi.laplace, "RUNAWAY", math.inf)
+    searches = _recording(monkeypatch)
+    fns = advi.log_density_functions(_funnel, 10)
+    start = advi.laplace_start(fns, advi.MEANFIELD, jnp.ones(10), None, max_steps=1300)
+    assert not start.ok
+    assert all(abs_tol == 0 for abs_tol, _ in searches)  # the first stage only
+    assert not any(found.ran_away for _, found in searches)
+    assert start.steps < 1300 // 2  # it stopped short of the stage's cap
 
 
 def _trend(year, y):
