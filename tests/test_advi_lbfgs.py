@@ -209,17 +209,19 @@ def test_the_runaway_test_ends_the_laplace_start_down_a_funnel(monkeypatch):
             jnp.asarray(rng.random(800) < 0.5, jnp.float32), jnp.repeat(jnp.arange(40), 20))
     fns = advi.log_density_functions(_funnel_logistic, 43)
     climbed = []
-    for seed in (2, 4, 5, 6, 7):
+    for seed in range(2, 14):
         zeta0 = jax.random.normal(jax.random.PRNGKey(seed), (43,))
         ended = advi.laplace_start(fns, advi.MEANFIELD, zeta0, data)
         with monkeypatch.context() as patch:
             patch.setattr(advi.laplace, "RUNAWAY", np.inf)
             free = advi.laplace_start(fns, advi.MEANFIELD, zeta0, data)
         assert not ended.ok and not free.ok  # refused either way
+        assert ended.steps <= free.steps
         climbed.append(free.steps > ended.steps and free.log_p > ended.log_p + 100)
-    # without the test the search climbs hundreds of nats further down the neck; where it
-    # stops by itself first differs with the device and the JAX and SciPy versions (on a
-    # CPU all five seeds, on an H200 four: there seed 4 ended after 38 steps either way)
+    # without the test the search climbs on until L-BFGS finds no step (which also refuses
+    # the start, -H being indefinite there), on some seeds hundreds of nats further down
+    # the neck; which seeds differs with the device and the JAX and SciPy versions (on a
+    # CPU, 4 of these 12 with jax 0.12 and 6 with jax 0.8 and SciPy 1.13)
     assert sum(climbed) >= 3, climbed
 
 
