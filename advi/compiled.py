@@ -9,7 +9,9 @@ fit. :meth:`CompiledADVI.setup` (the initial q and the Laplace start) then runs 
   initial parameters and the extra Laplace starts' seed; ``begin(params) -> state``: a
   fresh state there;
 - with the Laplace start, the log density's value and gradient and its Hessian
-  (:func:`advi.laplace.log_density_functions`), which the host-side L-BFGS calls;
+  (:func:`advi.laplace.log_density_functions`), which the host-side L-BFGS calls; the
+  Hessian is compiled on its first call only, where a stage of the search met its test (a
+  start refused before compiles none: :mod:`advi.laplace`);
 - ``chunk(state, eta, key, salt, num_steps, data)``: any number of iterations at any eta,
   so the eta search, the main loop and restarts share one compilation; iteration k draws
   from ``fold_in(fold_in(key, salt), k)``, whatever the chunks. Its steps compute the
@@ -243,7 +245,7 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
         scalar = jax.ShapeDtypeStruct((), params.mu.dtype)
         laplace = LogDensityFunctions(
             aot(fns.value_and_grad, params.mu, keyed),
-            None if fns.precision is None else aot(fns.precision, params.mu, keyed),
+            None if fns.precision is None else Lazy(fns.precision),
             None if fns.diagonal is None else aot(fns.diagonal, params.mu, probes, keyed),
             None if fns.search is None else aot(fns.search, params.mu, scalar, np.int32(1),
                                                  scalar, keyed))
@@ -366,17 +368,24 @@ class CompiledADVI:
         out, _ = done.checked_chunk(*args)
         return jax.block_until_ready(out)
 
+    def _lazies(self) -> list[Lazy]:
+        done = self._done
+        lazies = [done.redraw_chunk, done.checked_chunk, done.elbo]
+        if done.laplace is not None and isinstance(done.laplace.precision, Lazy):
+            lazies.append(done.laplace.precision)
+        return lazies
+
     def use_clock(self, clock: Callable[[], float]) -> None:
         """Time the functions compiled on first need (the chunks that redraw or check
-        values, the robust preset's ELBO) on ``clock``, the fit's."""
-        for lazy in (self._done.redraw_chunk, self._done.checked_chunk, self._done.elbo):
+        values, the robust preset's ELBO, the Laplace start's exact Hessian) on ``clock``,
+        the fit's."""
+        for lazy in self._lazies():
             lazy.clock = clock
 
     @property
     def lazy_compile_s(self) -> float:
         """Seconds those compilations took on that clock (0 for those not compiled)."""
-        done = self._done
-        return done.redraw_chunk.seconds + done.checked_chunk.seconds + done.elbo.seconds
+        return sum(lazy.seconds for lazy in self._lazies())
 
     def gradient_check(self, params: Any, rng_key: Array) -> Any:
         """:func:`advi.checks.scaled_gradients` at ``params``, by the Laplace start's value

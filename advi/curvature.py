@@ -1,11 +1,14 @@
 """The curvature -H of a log density as the Laplace start uses it (:mod:`advi.laplace`): the
 whitening C with C C^T = (-H)^-1 (its Cholesky factor where -H is positive definite, the
-saddle-free |-H|^-1/2 where it is not), -H's condition, and the Newton step in Laplace
-standard deviations. NumPy and SciPy on the host, in float64."""
+saddle-free |-H|^-1/2 where it is not), -H's condition, the Newton step in Laplace
+standard deviations, and -H itself by central differences of a compiled gradient. NumPy and
+SciPy on the host, in float64."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.linalg
@@ -70,3 +73,38 @@ def newton_sd(precision: np.ndarray, grad: np.ndarray) -> tuple[bool, np.ndarray
     cov = whiten @ whiten.T
     with np.errstate(all="ignore"):
         return True, np.abs(cov @ grad) / np.sqrt(np.diagonal(cov))
+
+
+def central_differences(grad: Callable[[np.ndarray], Any], zeta: np.ndarray,
+                        dtype: Any) -> np.ndarray:
+    """-H at ``zeta`` by central differences of the gradient: (K, K) float64, symmetrised.
+
+    Column k is -(g(zeta + h_k e_k) - g(zeta - h_k e_k)) / (z+ - z-), with g = ``grad`` (a
+    function of a (K,) NumPy array of ``dtype`` returning log p's gradient (K,) as any
+    array NumPy can read: a compiled JAX function's result, which it returns before it
+    has run, so that all 2K calls are dispatched before the first is read), h_k =
+    eps^(1/3) max(1, |zeta_k|) for eps of ``dtype`` (the step that balances truncation and
+    rounding error; Nocedal & Wright 2006, Section 8.1) and z+ - z- the step as taken,
+    after rounding to ``dtype``. 2K calls of an already compiled gradient, where the exact
+    Hessian (reverse over reverse) is a program of its own to compile: on the Lorenz bridge
+    of the validation suite 8.4 s of compilation against 0.07 s of calls. In float32 the
+    two agree to 1e-6 relative (Frobenius) on the suite's Laplace starts, down to the sign
+    of an eigenvalue 1e-11 of the largest, and to 7e-4 on E2 (10,000 terms in each
+    gradient; benchmarks/README.md). A non-finite gradient gives non-finite entries
+    (:func:`whitening` then whitens nothing).
+    """
+    zeta = np.asarray(zeta, np.float64)
+    h = np.finfo(dtype).eps ** (1 / 3) * np.maximum(1.0, np.abs(zeta))
+    points = np.repeat(zeta[None], 2 * zeta.size, axis=0)
+    columns = np.arange(zeta.size)
+    points[2 * columns, columns] += h
+    points[2 * columns + 1, columns] -= h
+    points = np.asarray(points, dtype)
+    grads = [grad(point) for point in points]  # all dispatched before any is read
+    step = (np.asarray(points[2 * columns, columns], np.float64)
+            - np.asarray(points[2 * columns + 1, columns], np.float64))
+    with np.errstate(all="ignore"):
+        precision = np.stack([np.asarray(down, np.float64) - np.asarray(up, np.float64)
+                              for up, down in zip(grads[::2], grads[1::2], strict=True)],
+                             axis=1) / step
+    return 0.5 * (precision + precision.T)

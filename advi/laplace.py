@@ -31,10 +31,16 @@ also ends when its gradient runs away (:data:`advi.lbfgs.RUNAWAY`). Where a stag
 short of its test before its step cap (ran away, or L-BFGS found no step: its line search
 met non-finite values or no increase) and -H is not positive definite where it ended (a
 centred hierarchy's funnel: its log density is not concave in a group effect and the log
-scale jointly), no later stage runs and the start is refused (E2: 52 L-BFGS steps and two
-Hessians, 0.07 s, where a second stage ran 37 more steps into the same refusal).
+scale jointly), no later stage runs and the start is refused (E2: 84-177 L-BFGS steps at
+seeds 0-5 and two curvatures by differences, 0.10-0.14 s warm on one core).
 
-The Hessian is formed exactly (reverse-over-reverse autodiff) for K <= ``hessian_max_dim``.
+Up to ``hessian_max_dim`` the curvature is formed exactly (reverse-over-reverse autodiff)
+where a stage met its test, a candidate mode, and where a start is to be accepted; elsewhere
+(the first stage's whitening, a stage that ended short of its test) by central differences
+of the compiled gradient (:func:`advi.curvature.central_differences`, 2K gradients), which
+compile nothing: a start that is refused before any stage met its test compiles no Hessian
+(the Lorenz bridge with unknown scales of the validation suite: 8.4 s of a 20 s cold fit).
+The two agree to about 1e-6 relative in float32 (benchmarks/README.md).
 Above that the second stage is whitened by one common scale and stops when every gradient
 coordinate times that scale is below MODE_SD_TOL / 10 (the first stage's relative test alone
 stops L-BFGS far short of the mode in 10,000 dimensions), or when it stalls after
@@ -68,7 +74,7 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from .curvature import condition_number, newton_sd, times, whitening
+from .curvature import central_differences, condition_number, newton_sd, times, whitening
 from .families import Family, FullRankParams, MeanFieldParams
 from .lbfgs import RUNAWAY, HostSearch, Search, find_mode, mode_search
 
@@ -111,9 +117,9 @@ products, each about two gradients)."""
 
 UNWHITENED_STEPS_PER_DIM = 0.5
 """The host's first stage runs unwhitened for up to this many steps per dimension K, and forms
-the Hessian that whitens its rest only where it has not finished by then. A Hessian (K
-reverse passes over the gradient) costs about 0.3 K host steps on E1 and E2: a well-posed
-start (E1: about 40 steps at K = 501) pays for none (benchmarks/README.md)."""
+the curvature that whitens its rest only where it has not finished by then (-H by
+differences: 2K gradients, about 2K host steps, and nothing compiled): a well-posed start
+(E1: about 40 steps at K = 501) pays for none (benchmarks/README.md)."""
 
 MODE_SD_TOL = 0.1
 """The mode is accepted when the Newton step |((-H)^-1 g)_k| is below this many Laplace
@@ -187,9 +193,10 @@ def log_density_functions(log_density: Callable[[Array, Any], Array], dim: int,
     # reverse mode over the jitted gradient: -H = -d(grad)/d(zeta), the model traced once for
     # both functions; faster per call than forward mode over the same gradient (jax.hessian's
     # jacfwd(jacrev)): benchmarks/README.md, "Measurements behind the library's defaults"
-    precision = jax.jit(lambda zeta, data: -jax.jacrev(
-        lambda z: value_and_grad(z, data)[1])(zeta))
-    return LogDensityFunctions(value_and_grad, precision)
+    def precision(zeta: Array, data: Any) -> Array:
+        return -jax.jacrev(lambda z: value_and_grad(z, data)[1])(zeta)
+
+    return LogDensityFunctions(value_and_grad, jax.jit(precision))
 
 
 def _hutchinson(value_and_grad: Callable) -> Callable:
@@ -247,7 +254,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
     """The stages of the module docstring."""
     value_and_grad = _host(fns.value_and_grad, data, dtype)
     zeta, precision, scale, steps = np.asarray(zeta0, np.float64), None, 1.0, 0
-    reached = nonfinite = False
+    reached = nonfinite = exact = False
     stages = LAPLACE_STAGES if fns.precision is not None or fns.diagonal is not None else 1
     for stage in range(stages):
         cap = max_steps // stages if stage < stages - 1 else max_steps - steps
@@ -267,11 +274,14 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
         if refused:  # the compiled search found no step: no mode
             return _Staged(zeta, None, scale, steps, False, True)
         if fns.precision is not None:
-            precision = _precision(fns, zeta, data, dtype)
+            exact = met  # a candidate mode; elsewhere -H by differences compiles nothing
+            precision = (_precision if exact else _differenced)(fns, zeta, data, dtype)
             if short and not whitening(precision, zeta.size)[1]:
                 break  # stopped short where -H is not definite: no mode to find
         elif fns.diagonal is not None:
             scale = common_scale(fns, zeta, data, dtype)
+    if precision is not None and not exact and whitening(precision, zeta.size)[1]:
+        precision = _precision(fns, zeta, data, dtype)  # a start to accept: the exact -H
     return _Staged(zeta, precision, scale, steps, reached, nonfinite=nonfinite)
 
 
@@ -281,6 +291,13 @@ def _precision(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any
     assert fns.precision is not None
     precision = np.asarray(fns.precision(_cast(zeta, dtype), data), np.float64)
     return 0.5 * (precision + precision.T)
+
+
+def _differenced(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any
+                 ) -> np.ndarray:
+    """-H at zeta, (K, K) float64, by central differences of the compiled gradient
+    (:func:`advi.curvature.central_differences`)."""
+    return central_differences(lambda z: fns.value_and_grad(z, data)[1], zeta, dtype)
 
 
 def _host_stage(value_and_grad: Callable, zeta: np.ndarray, whiten: np.ndarray, cap: int,
@@ -297,14 +314,15 @@ def _first_host_stage(fns: LogDensityFunctions, zeta: np.ndarray, cap: int, data
     """The first stage on the host (as :func:`_host_stage`): unwhitened for up to
     :data:`UNWHITENED_STEPS_PER_DIM` K steps; where that ended short of its test (neither
     met nor run away), the rest of the stage is whitened by the curvature there (by |-H|
-    where -H is not positive definite: :func:`advi.curvature.whitening`)."""
+    where -H is not positive definite: :func:`advi.curvature.whitening`), -H by
+    differences of the gradient (:func:`_differenced`)."""
     value_and_grad = _host(fns.value_and_grad, data, dtype)
     rental = cap if fns.precision is None else min(
         cap, math.ceil(UNWHITENED_STEPS_PER_DIM * zeta.size))
     first = _host_stage(value_and_grad, zeta, np.ones(zeta.size), rental, 0.0)
     if first.converged or first.ran_away or first.steps >= cap or fns.precision is None:
         return first
-    whiten, _ = whitening(_precision(fns, first.zeta, data, dtype), zeta.size)
+    whiten, _ = whitening(_differenced(fns, first.zeta, data, dtype), zeta.size)
     rest = _host_stage(value_and_grad, first.zeta, whiten, cap - first.steps, 0.0)
     return rest._replace(steps=first.steps + rest.steps,
                          nonfinite=first.nonfinite or rest.nonfinite)
