@@ -50,7 +50,7 @@ from .aot import Lazy, aot
 from .checks import check_draws_fn, scaled_gradients
 from .elbo_batches import elbo_compiler, make_elbo
 from .families import Family
-from .laplace import CURVATURE_PROBES, LogDensityFunctions, log_density_functions
+from .laplace import LogDensityFunctions, log_density_functions
 from .loops import loop_data
 from .multistart import EXTRA_STARTS, multistart_laplace
 from .precision import log_p_spacing, start_resolution
@@ -241,12 +241,10 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
     _, params, batch_key, _ = jax.eval_shape(initialise, key)
     laplace, fns, keyed = None, _laplace_functions(target), (batch_key, data)
     if o.laplace:
-        probes = jax.ShapeDtypeStruct((CURVATURE_PROBES, target.dim), params.mu.dtype)
         scalar = jax.ShapeDtypeStruct((), params.mu.dtype)
         laplace = LogDensityFunctions(
             aot(fns.value_and_grad, params.mu, keyed),
             None if fns.precision is None else Lazy(fns.precision),
-            None if fns.diagonal is None else aot(fns.diagonal, params.mu, probes, keyed),
             None if fns.search is None else aot(fns.search, params.mu, scalar, np.int32(1),
                                                  scalar, keyed))
     start = (aot(initialise, key), aot(jax.jit(_make_begin(optimizer)), params), laplace)

@@ -49,7 +49,8 @@ stops L-BFGS far short of the mode in 10,000 dimensions), or when it stalls afte
 ridges where ADVI's diagonal steps crawl: :data:`SEARCH_MAX_STEPS`); every coordinate of q
 starts at that scale, 1 / sqrt(median_k d_k), where d is Hutchinson's (1990) estimate of the
 diagonal of -H from :data:`CURVATURE_PROBES` Rademacher probes, d = mean_p v_p * (-H v_p)
-(Hessian-vector products, forward over reverse; Bekas, Kokiopoulou & Saad 2007): each d_k
+(Bekas, Kokiopoulou & Saad 2007; each -H v_p a central difference of the compiled gradient,
+:func:`advi.curvature.hutchinson_diagonal`, which compiles nothing): each d_k
 alone is too noisy (a factorisation's off-diagonal curvature swamps it), their median places
 q's scales at the posterior's typical one (1 where it is not positive and finite).
 
@@ -74,7 +75,14 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from .curvature import central_differences, condition_number, newton_sd, times, whitening
+from .curvature import (
+    central_differences,
+    condition_number,
+    hutchinson_diagonal,
+    newton_sd,
+    times,
+    whitening,
+)
 from .families import Family, FullRankParams, MeanFieldParams
 from .lbfgs import RUNAWAY, HostSearch, Search, find_mode, mode_search
 
@@ -112,8 +120,8 @@ LAPLACE_STAGES = 2
 """L-BFGS runs, each after the first whitened by the curvature where the last ended."""
 
 CURVATURE_PROBES = 8
-"""Rademacher probes of the common start scale above ``hessian_max_dim`` (Hessian-vector
-products, each about two gradients)."""
+"""Rademacher probes of the common start scale above ``hessian_max_dim`` (each two gradient
+calls: a central difference along it)."""
 
 UNWHITENED_STEPS_PER_DIM = 0.5
 """The host's first stage runs unwhitened for up to this many steps per dimension K, and forms
@@ -166,17 +174,14 @@ class LogDensityFunctions(NamedTuple):
     Attributes:
         value_and_grad: ``(zeta (K,), data) -> (log p (), grad (K,))``.
         precision: ``(zeta (K,), data) -> -Hessian (K, K)``, or None (no Hessian formed).
-        diagonal: ``(zeta (K,), probes (P, K), data) -> (K,)``, Hutchinson's estimate of the
-            diagonal of -H from the probes (rows of +-1), where ``precision`` is None; else
-            None.
         search: the compiled L-BFGS of :func:`advi.lbfgs.mode_search`, ``(base (K,), scale
             (), max_steps () int32, abs_tol (), data) -> Search``, which the stages use in
-            place of the host's :func:`advi.lbfgs.find_mode`; or None (the host's).
+            place of the host's :func:`advi.lbfgs.find_mode` where ``precision`` is None
+            (above ``hessian_max_dim``); or None (the host's).
     """
 
     value_and_grad: Callable[[ArrayLike, Any], tuple[Array, Array]]
     precision: Callable[[ArrayLike, Any], Array] | None
-    diagonal: Callable[[ArrayLike, ArrayLike, Any], Array] | None = None
     search: Callable[..., Search] | None = None
 
 
@@ -184,12 +189,11 @@ def log_density_functions(log_density: Callable[[Array, Any], Array], dim: int,
                           hessian_max_dim: int = HESSIAN_MAX_DIM) -> LogDensityFunctions:
     """Jitted :class:`LogDensityFunctions` of ``log_density(zeta, data) -> ()`` (not yet
     compiled: the first call, or ``.lower(...).compile()``, compiles them). Above
-    ``hessian_max_dim`` they carry the diagonal estimate and the compiled L-BFGS search."""
+    ``hessian_max_dim`` they carry the compiled L-BFGS search in place of the Hessian."""
     value_and_grad = jax.jit(jax.value_and_grad(log_density))
     if dim > hessian_max_dim:
-        return LogDensityFunctions(value_and_grad, None, jax.jit(_hutchinson(value_and_grad)),
-                                   jax.jit(mode_search(log_density, GRAD_RTOL, GAIN_RTOL,
-                                                       STALL_AFTER_STEPS)))
+        return LogDensityFunctions(value_and_grad, None, jax.jit(mode_search(
+            log_density, GRAD_RTOL, GAIN_RTOL, STALL_AFTER_STEPS)))
     # reverse mode over the jitted gradient: -H = -d(grad)/d(zeta), the model traced once for
     # both functions; faster per call than forward mode over the same gradient (jax.hessian's
     # jacfwd(jacrev)): benchmarks/README.md, "Measurements behind the library's defaults"
@@ -199,30 +203,19 @@ def log_density_functions(log_density: Callable[[Array, Any], Array], dim: int,
     return LogDensityFunctions(value_and_grad, jax.jit(precision))
 
 
-def _hutchinson(value_and_grad: Callable) -> Callable:
-    """``(zeta, probes, data) -> mean_p v_p * (-H v_p)`` (one probe at a time, so that memory
-    stays that of one gradient's forward-over-reverse pass)."""
-
-    def diagonal(zeta: Array, probes: Array, data: Any) -> Array:
-        def one(v: Array) -> Array:
-            hv = jax.jvp(lambda z: value_and_grad(z, data)[1], (zeta,), (v,))[1]
-            return -v * hv
-
-        return jax.numpy.mean(jax.lax.map(one, probes), axis=0)
-
-    return diagonal
-
-
 def common_scale(fns: LogDensityFunctions, mode: np.ndarray, data: Any, dtype: Any,
                  probes: int = CURVATURE_PROBES) -> float:
     """The common start scale of the module docstring, 1 / sqrt(median_k d_k) (a float, in
-    zeta units), or 1.0 where ``fns.diagonal`` is None or the median is not positive and
-    finite. The probes are drawn from a fixed seed: the same mode gives the same scale."""
-    if fns.diagonal is None:
+    zeta units), d Hutchinson's estimate of -H's diagonal by differences of the compiled
+    gradient (:func:`advi.curvature.hutchinson_diagonal`); 1.0 where ``fns`` has no
+    compiled search (K <= ``hessian_max_dim``: the Hessian scales q there) or the median
+    is not positive and finite. The probes are drawn from a fixed seed: the same mode gives
+    the same scale."""
+    if fns.search is None:
         return 1.0
     signs = np.random.default_rng(0).integers(0, 2, size=(probes, mode.size))
-    d = np.asarray(fns.diagonal(_cast(mode, dtype), _cast(2 * signs - 1, dtype), data),
-                   np.float64)
+    d = hutchinson_diagonal(lambda z: fns.value_and_grad(z, data)[1], mode, 2.0 * signs - 1,
+                            dtype)
     median = float(np.median(d))
     return 1 / math.sqrt(median) if math.isfinite(median) and median > 0 else 1.0
 
@@ -255,7 +248,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
     value_and_grad = _host(fns.value_and_grad, data, dtype)
     zeta, precision, scale, steps = np.asarray(zeta0, np.float64), None, 1.0, 0
     reached = nonfinite = exact = False
-    stages = LAPLACE_STAGES if fns.precision is not None or fns.diagonal is not None else 1
+    stages = LAPLACE_STAGES if fns.precision is not None or fns.search is not None else 1
     for stage in range(stages):
         cap = max_steps // stages if stage < stages - 1 else max_steps - steps
         abs_tol, refused, short = (MODE_SD_TOL / 10 if stage > 0 else 0.0), False, False
@@ -278,7 +271,7 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
             precision = (_precision if exact else _differenced)(fns, zeta, data, dtype)
             if short and not whitening(precision, zeta.size)[1]:
                 break  # stopped short where -H is not definite: no mode to find
-        elif fns.diagonal is not None:
+        elif fns.search is not None:
             scale = common_scale(fns, zeta, data, dtype)
     if precision is not None and not exact and whitening(precision, zeta.size)[1]:
         precision = _precision(fns, zeta, data, dtype)  # a start to accept: the exact -H
