@@ -21,7 +21,7 @@ whitened by the curvature where the previous one ended (zeta = zeta_prev + C u w
 definite), in which a Gaussian posterior is N(0, I), and stops when every gradient
 coordinate is below MODE_SD_TOL / 10 there; the last may use the steps the earlier ones
 left of ``max_steps``. The first stage runs unwhitened for up to
-:data:`UNWHITENED_STEPS_PER_DIM` K steps, about the price of a Hessian, and only where it
+:data:`UNWHITENED_STEPS_PER_DIM` K steps, and only where it
 has not finished by then is its rest whitened by the curvature there (an ill-conditioned,
 badly scaled regression spends the whole step cap unwhitened, a few steps whitened), by
 |-H| (:func:`advi.curvature.saddle_free`) where -H is not positive definite there (a
@@ -41,18 +41,19 @@ of the compiled gradient (:func:`advi.curvature.central_differences`, 2K gradien
 compile nothing: a start that is refused before any stage met its test compiles no Hessian
 (the Lorenz bridge with unknown scales of the validation suite: 8.4 s of a 20 s cold fit).
 The two agree to about 1e-6 relative in float32 (benchmarks/README.md).
-Above that the second stage is whitened by one common scale and stops when every gradient
-coordinate times that scale is below MODE_SD_TOL / 10 (the first stage's relative test alone
-stops L-BFGS far short of the mode in 10,000 dimensions), or when it stalls after
-:data:`STALL_AFTER_STEPS`, log p rising by less than :data:`GAIN_RTOL` of itself over
-:data:`advi.lbfgs.GAIN_WINDOW` iterations (on a factorisation L-BFGS moves the means along
-ridges where ADVI's diagonal steps crawl: :data:`SEARCH_MAX_STEPS`); every coordinate of q
-starts at that scale, 1 / sqrt(median_k d_k), where d is Hutchinson's (1990) estimate of the
-diagonal of -H from :data:`CURVATURE_PROBES` Rademacher probes, d = mean_p v_p * (-H v_p)
-(Bekas, Kokiopoulou & Saad 2007; each -H v_p a central difference of the compiled gradient,
-:func:`advi.curvature.hutchinson_diagonal`, which compiles nothing): each d_k
-alone is too noisy (a factorisation's off-diagonal curvature swamps it), their median places
-q's scales at the posterior's typical one (1 where it is not positive and finite).
+
+Above ``hessian_max_dim`` the second stage is whitened by one common scale and stops when
+every gradient coordinate times that scale is below MODE_SD_TOL / 10 (the first stage's
+relative test alone stops L-BFGS far short of the mode in 10,000 dimensions), or when it
+stalls after :data:`STALL_AFTER_STEPS`, log p rising by less than :data:`GAIN_RTOL` of
+itself over :data:`advi.lbfgs.GAIN_WINDOW` iterations (on a factorisation L-BFGS moves the
+means along ridges where ADVI's diagonal steps crawl: :data:`SEARCH_MAX_STEPS`); every
+coordinate of q starts at that scale, 1 / sqrt(median_k d_k), where d is Hutchinson's (1990)
+estimate of the diagonal of -H from :data:`CURVATURE_PROBES` Rademacher probes, d = mean_p
+v_p * (-H v_p) (Bekas, Kokiopoulou & Saad 2007; each -H v_p a central difference of the
+compiled gradient, :func:`advi.curvature.hutchinson_diagonal`, which compiles nothing): each
+d_k alone is too noisy (a factorisation's off-diagonal curvature swamps it), their median
+places q's scales at the posterior's typical one (1 where it is not positive and finite).
 
 The start is refused (``ok`` False; the caller falls back to its usual start) when -H is
 not positive definite, or when the Newton step (-H)^-1 grad is larger than
