@@ -10,8 +10,9 @@ fit. :meth:`CompiledADVI.setup` (the initial q and the Laplace start) then runs 
   fresh state there;
 - with the Laplace start, the log density's value and gradient and its Hessian
   (:func:`advi.laplace.log_density_functions`), which the host-side L-BFGS calls; the
-  Hessian is compiled on its first call only, where a stage of the search met its test (a
-  start refused before compiles none: :mod:`advi.laplace`);
+  Hessian is compiled on its first call only, where a stage of the search met its test or
+  a start is about to be accepted (a start refused before either compiles none:
+  :mod:`advi.laplace`);
 - ``chunk(state, eta, key, salt, num_steps, data)``: any number of iterations at any eta,
   so the eta search, the main loop and restarts share one compilation; iteration k draws
   from ``fold_in(fold_in(key, salt), k)``, whatever the chunks. Its steps compute the
