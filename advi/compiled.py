@@ -8,11 +8,8 @@ fit. :meth:`CompiledADVI.setup` (the initial q and the Laplace start) then runs 
 - ``init(rng_key) -> (keys, params, batch_key, seed)``: the key split by purpose, the
   initial parameters and the extra Laplace starts' seed; ``begin(params) -> state``: a
   fresh state there;
-- with the Laplace start, the log density's value and gradient and its Hessian
-  (:func:`advi.laplace.log_density_functions`), which the host-side L-BFGS calls; the
-  Hessian is compiled on its first call only, where a stage of the search met its test or
-  a start is about to be accepted (a start refused before either compiles none:
-  :mod:`advi.laplace`);
+- with the Laplace start, the log density's value and gradient and its Hessian (compiled on
+  first call: a refused start may never call it), :func:`advi.laplace.log_density_functions`;
 - ``chunk(state, eta, key, salt, num_steps, data)``: any number of iterations at any eta,
   so the eta search, the main loop and restarts share one compilation; iteration k draws
   from ``fold_in(fold_in(key, salt), k)``, whatever the chunks. Its steps compute the
@@ -304,6 +301,9 @@ class CompiledADVI:
                 while len(_CACHE) > CACHE_SIZE:
                     _CACHE.popitem(last=False)
         self._done: _Compiled = done
+        hessian = getattr(done.laplace, "precision", None)
+        self._lazies = [done.redraw_chunk, done.checked_chunk, done.elbo,
+                        *([hessian] if isinstance(hessian, Lazy) else [])]
 
     def setup(self, rng_key: Array, extra_starts: int = EXTRA_STARTS
               ) -> tuple[tuple[Array, Array, Array], ADVIState, StartInfo]:
@@ -367,24 +367,16 @@ class CompiledADVI:
         out, _ = done.checked_chunk(*args)
         return jax.block_until_ready(out)
 
-    def _lazies(self) -> list[Lazy]:
-        done = self._done
-        lazies = [done.redraw_chunk, done.checked_chunk, done.elbo]
-        if done.laplace is not None and isinstance(done.laplace.precision, Lazy):
-            lazies.append(done.laplace.precision)
-        return lazies
-
     def use_clock(self, clock: Callable[[], float]) -> None:
-        """Time the functions compiled on first need (the chunks that redraw or check
-        values, the robust preset's ELBO, the Laplace start's exact Hessian) on ``clock``,
-        the fit's."""
-        for lazy in self._lazies():
+        """Time the functions compiled on first need (the redrawing and checking chunks, the
+        robust preset's ELBO, the Laplace start's Hessian) on ``clock``, the fit's."""
+        for lazy in self._lazies:
             lazy.clock = clock
 
     @property
     def lazy_compile_s(self) -> float:
         """Seconds those compilations took on that clock (0 for those not compiled)."""
-        return sum(lazy.seconds for lazy in self._lazies())
+        return sum(lazy.seconds for lazy in self._lazies)
 
     def gradient_check(self, params: Any, rng_key: Array) -> Any:
         """:func:`advi.checks.scaled_gradients` at ``params``, by the Laplace start's value

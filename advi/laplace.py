@@ -76,14 +76,8 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from .curvature import (
-    central_differences,
-    condition_number,
-    hutchinson_diagonal,
-    newton_sd,
-    times,
-    whitening,
-)
+from . import curvature
+from .curvature import condition_number, newton_sd, times, whitening
 from .families import Family, FullRankParams, MeanFieldParams
 from .lbfgs import RUNAWAY, HostSearch, Search, find_mode, mode_search
 
@@ -215,8 +209,8 @@ def common_scale(fns: LogDensityFunctions, mode: np.ndarray, data: Any, dtype: A
     if fns.search is None:
         return 1.0
     signs = np.random.default_rng(0).integers(0, 2, size=(probes, mode.size))
-    d = hutchinson_diagonal(lambda z: fns.value_and_grad(z, data)[1], mode, 2.0 * signs - 1,
-                            dtype)
+    d = curvature.hutchinson_diagonal(lambda z: fns.value_and_grad(z, data)[1], mode,
+                                      2.0 * signs - 1, dtype)
     median = float(np.median(d))
     return 1 / math.sqrt(median) if math.isfinite(median) and median > 0 else 1.0
 
@@ -291,7 +285,8 @@ def _differenced(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: A
                  ) -> np.ndarray:
     """-H at zeta, (K, K) float64, by central differences of the compiled gradient
     (:func:`advi.curvature.central_differences`)."""
-    return central_differences(lambda z: fns.value_and_grad(z, data)[1], zeta, dtype)
+    return curvature.central_differences(lambda z: fns.value_and_grad(z, data)[1], zeta,
+                                         dtype)
 
 
 def _host_stage(value_and_grad: Callable, zeta: np.ndarray, whiten: np.ndarray, cap: int,

@@ -12,7 +12,7 @@ import numpyro.distributions as dist
 import pytest
 
 import advi
-import advi.laplace
+import advi.curvature
 from advi.curvature import central_differences, hutchinson_diagonal
 from advi.laplace import GAIN_RTOL, GRAD_RTOL, SEARCH_MAX_STEPS
 from advi.lbfgs import mode_search
@@ -319,7 +319,7 @@ def test_the_first_stage_whitens_only_where_unwhitened_steps_did_not_finish(
         differences.append(zeta)
         return central_differences(grad, zeta, dtype)
 
-    monkeypatch.setattr(advi.laplace, "central_differences", recorded)
+    monkeypatch.setattr(advi.curvature, "central_differences", recorded)
     start = advi.laplace_start(fns._replace(precision=counted), advi.MEANFIELD,
                                jnp.zeros(scales.size), data)
     assert start.ok and len(calls) == 2 and len(differences) == differenced
