@@ -93,20 +93,9 @@ def central_differences(grad: Callable[[np.ndarray], Any], zeta: np.ndarray,
     gradient; benchmarks/README.md). A non-finite gradient gives non-finite entries
     (:func:`whitening` then whitens nothing).
     """
-    zeta = np.asarray(zeta, np.float64)
-    h = np.finfo(dtype).eps ** (1 / 3) * np.maximum(1.0, np.abs(zeta))
-    points = np.repeat(zeta[None], 2 * zeta.size, axis=0)
-    columns = np.arange(zeta.size)
-    points[2 * columns, columns] += h
-    points[2 * columns + 1, columns] -= h
-    points = np.asarray(points, dtype)
-    grads = [grad(point) for point in points]  # all dispatched before any is read
-    step = (np.asarray(points[2 * columns, columns], np.float64)
-            - np.asarray(points[2 * columns + 1, columns], np.float64))
+    fall, step = _differences(grad, zeta, np.eye(np.size(zeta)), dtype)
     with np.errstate(all="ignore"):
-        precision = np.stack([np.asarray(down, np.float64) - np.asarray(up, np.float64)
-                              for up, down in zip(grads[::2], grads[1::2], strict=True)],
-                             axis=1) / step
+        precision = fall.T / np.diagonal(step)
     return 0.5 * (precision + precision.T)
 
 
@@ -122,12 +111,23 @@ def hutchinson_diagonal(grad: Callable[[np.ndarray], Any], zeta: np.ndarray,
     (Bekas, Kokiopoulou & Saad 2007); it costs 2P calls of an already compiled gradient,
     where those products are a forward-over-reverse program of their own to compile
     (0.77 s of a cold 11-s fit at K = 2,519: benchmarks/README.md)."""
+    fall, step = _differences(grad, zeta, probes, dtype)
+    with np.errstate(all="ignore"):
+        return np.mean(fall / step, axis=0)
+
+
+def _differences(grad: Callable[[np.ndarray], Any], zeta: np.ndarray, directions: np.ndarray,
+                 dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(g(zeta - u_p) - g(zeta + u_p), (zeta + u_p) - (zeta - u_p)), both (P, K) float64,
+    for u_p = h D v_p with v_p the rows of ``directions`` (P, K), h = eps^(1/3) of ``dtype``
+    and D = diag(max(1, |zeta_k|)); the points are rounded to ``dtype`` (the steps are as
+    taken), and all 2P gradients are dispatched before the first is read."""
     zeta = np.asarray(zeta, np.float64)
-    half = np.finfo(dtype).eps ** (1 / 3) * np.maximum(1.0, np.abs(zeta)) * probes
+    half = np.finfo(dtype).eps ** (1 / 3) * np.maximum(1.0, np.abs(zeta)) * directions
     up, down = np.asarray(zeta + half, dtype), np.asarray(zeta - half, dtype)
-    grads = [(grad(a), grad(b)) for a, b in zip(up, down, strict=True)]  # all dispatched
+    grads = [(grad(a), grad(b)) for a, b in zip(up, down, strict=True)]
     step = np.asarray(up, np.float64) - np.asarray(down, np.float64)
     with np.errstate(all="ignore"):
-        change = np.stack([np.asarray(a, np.float64) - np.asarray(b, np.float64)
-                           for a, b in grads])
-        return np.mean(-change / step, axis=0)
+        fall = np.stack([np.asarray(b, np.float64) - np.asarray(a, np.float64)
+                         for a, b in grads])
+    return fall, step
