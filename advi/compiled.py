@@ -8,8 +8,8 @@ fit. :meth:`CompiledADVI.setup` (the initial q and the Laplace start) then runs 
 - ``init(rng_key) -> (keys, params, batch_key, seed)``: the key split by purpose, the
   initial parameters and the extra Laplace starts' seed; ``begin(params) -> state``: a
   fresh state there;
-- with the Laplace start, the log density's value and gradient and its Hessian (compiled on
-  first call: a refused start may never call it), :func:`advi.laplace.log_density_functions`;
+- with the Laplace start, the log density's value and gradient, and -H by differences of it
+  or by the exact Hessian compiled on first call (:func:`advi.curvature.cheaper_precision`);
 - ``chunk(state, eta, key, salt, num_steps, data)``: any number of iterations at any eta,
   so the eta search, the main loop and restarts share one compilation; iteration k draws
   from ``fold_in(fold_in(key, salt), k)``, whatever the chunks. Its steps compute the
@@ -46,6 +46,7 @@ from jax import Array
 from .algorithm import Algorithm, algorithm
 from .aot import Lazy, aot
 from .checks import check_draws_fn, scaled_gradients
+from .curvature import cheaper_precision
 from .elbo_batches import elbo_compiler, make_elbo
 from .families import Family
 from .laplace import LogDensityFunctions, log_density_functions
@@ -226,7 +227,7 @@ class _Compiled(NamedTuple):
 def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> _Compiled:
     """Trace, lower and compile the functions of one configuration, one after the other on
     the calling thread (in its JAX context): the start's (the initial q; with the Laplace
-    start, the log density's value and gradient and its Hessian), the iteration chunk and,
+    start, the log density's value and gradient, and -H), the iteration chunk and,
     for Stan's loop, the ELBO. The model is traced once for all of them (its log density is
     wrapped in ``jax.jit``), and none of them keeps the data.
 
@@ -240,9 +241,9 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
     laplace, fns, keyed = None, _laplace_functions(target), (batch_key, data)
     if o.laplace:
         scalar = jax.ShapeDtypeStruct((), params.mu.dtype)
+        value_and_grad = aot(fns.value_and_grad, params.mu, keyed)
         laplace = LogDensityFunctions(
-            aot(fns.value_and_grad, params.mu, keyed),
-            None if fns.precision is None else Lazy(fns.precision),
+            value_and_grad, cheaper_precision(value_and_grad, fns.precision, target.dim),
             None if fns.search is None else aot(fns.search, params.mu, scalar, np.int32(1),
                                                  scalar, keyed))
     start = (aot(initialise, key), aot(jax.jit(_make_begin(optimizer)), params), laplace)
@@ -301,9 +302,8 @@ class CompiledADVI:
                 while len(_CACHE) > CACHE_SIZE:
                     _CACHE.popitem(last=False)
         self._done: _Compiled = done
-        hessian = getattr(done.laplace, "precision", None)
-        self._lazies = [done.redraw_chunk, done.checked_chunk, done.elbo,
-                        *([hessian] if isinstance(hessian, Lazy) else [])]
+        self._lazies = [lazy for lazy in (done.redraw_chunk, done.checked_chunk, done.elbo,
+                        getattr(done.laplace, "precision", None)) if isinstance(lazy, Lazy)]
 
     def setup(self, rng_key: Array, extra_starts: int = EXTRA_STARTS
               ) -> tuple[tuple[Array, Array, Array], ADVIState, StartInfo]:
@@ -343,9 +343,9 @@ class CompiledADVI:
         at whose end log p is not finite at one of :data:`TRACE_ELBO_SAMPLES` draws from q
         (the final q, or q at the chunk's average) is run again with steps that also redraw
         non-finite values (``VALUES_CHECKED``), as are later chunks; these functions are
-        compiled on first need (:attr:`lazy_compile_s`). A ``trial``
-        (Stan's eta search) switches nothing: a trial eta that sends q where the log
-        density overflows is rejected by its ELBO, as Stan's search does."""
+        compiled on first need (:attr:`lazy_compile_s`). A ``trial`` (Stan's eta search)
+        switches nothing: a trial eta that sends q where the log density overflows is
+        rejected by its ELBO, as Stan's search does."""
         args = (state, np.asarray(eta, self.dtype), key, np.asarray(salt, np.int32),
                 np.asarray(num_steps, np.int32), self.target.data)
         done, level = self._done, self.level

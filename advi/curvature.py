@@ -13,9 +13,20 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from .aot import Lazy
+
 EIGEN_FLOOR = 1e-12
 """Where -H is not positive definite, its eigenvalues' magnitudes are floored at this share of
 the largest before they whiten a search (:func:`saddle_free`)."""
+
+DIFFERENCES_MAX_FLOPS = 5e8
+"""Up to this many floating-point operations in the 2K gradients of one differenced -H (XLA's
+estimate for the compiled gradient, times 2K) the Laplace start forms every -H by
+:func:`central_differences` and never compiles the exact Hessian (:func:`cheaper_precision`):
+about a tenth of a second of calls on a CPU core, the least that compiling an exact Hessian
+took on the validation suite. Every suite target but item response theory (K = 501) is below
+it, as is E2; E1 is above (benchmarks/README.md, "Measurements behind the library's
+defaults")."""
 
 
 def whitening(precision: np.ndarray | None, dim: int) -> tuple[np.ndarray, bool]:
@@ -24,10 +35,12 @@ def whitening(precision: np.ndarray | None, dim: int) -> tuple[np.ndarray, bool]
     Returns:
         (C, definite): where precision is positive definite, C (K, K) lower triangular with
         C C^T = precision^-1 (from its Cholesky factor) and True; where it is not,
-        :func:`saddle_free`'s C (K, K) and False; where it is None or not finite, ones (K,)
-        (a diagonal C: no whitening) and False.
+        :func:`saddle_free`'s C (K, K) and False; where it is None, not finite or zero (a
+        gradient that did not change across its differences: flat, or below the float
+        type's resolution, as float32 at data near 1e8), ones (K,) (a diagonal C: no
+        whitening) and False.
     """
-    if precision is None or not np.all(np.isfinite(precision)):
+    if precision is None or not np.all(np.isfinite(precision)) or not np.any(precision):
         return np.ones(dim), False
     try:
         chol = np.linalg.cholesky(precision)
@@ -114,6 +127,35 @@ def hutchinson_diagonal(grad: Callable[[np.ndarray], Any], zeta: np.ndarray,
     fall, step = _differences(grad, zeta, probes, dtype)
     with np.errstate(all="ignore"):
         return np.mean(fall / step, axis=0)
+
+
+def differences_suffice(value_and_grad: Any, dim: int) -> bool:
+    """Whether 2 ``dim`` calls of ``value_and_grad`` (a compiled JAX program,
+    ``jax.stages.Compiled``) cost at most :data:`DIFFERENCES_MAX_FLOPS` by XLA's estimate
+    (``cost_analysis()``: the same on every run of a program); False where XLA gives none."""
+    cost = value_and_grad.cost_analysis() if hasattr(value_and_grad, "cost_analysis") else None
+    if isinstance(cost, list | tuple):  # one dict per device program in older JAX releases
+        cost = cost[0] if cost else None
+    flops = cost.get("flops") if isinstance(cost, dict) else None
+    return flops is not None and 0 <= 2 * dim * float(flops) <= DIFFERENCES_MAX_FLOPS
+
+
+def cheaper_precision(value_and_grad: Any, exact: Callable[[Any, Any], Any] | None, dim: int
+                      ) -> Callable[[Any, Any], Any] | None:
+    """The Laplace start's ``precision`` (:class:`advi.laplace.LogDensityFunctions`), ``(zeta
+    (K,) NumPy array, data) -> -H (K, K)``, or None where ``exact`` is None (no Hessian
+    formed): ``exact`` (the jitted reverse-over-reverse Hessian), compiled on its first call
+    (:class:`advi.aot.Lazy`), or, where :func:`differences_suffice` for the compiled
+    ``value_and_grad(zeta, data) -> (log p (), grad (K,))``, :func:`central_differences` of
+    that gradient in zeta's dtype (float64), which compile nothing; ``dim`` is K."""
+    if exact is None or not differences_suffice(value_and_grad, dim):
+        return None if exact is None else Lazy(exact)
+
+    def differenced(zeta: Any, data: Any) -> np.ndarray:
+        zeta = np.asarray(zeta)
+        return central_differences(lambda z: value_and_grad(z, data)[1], zeta, zeta.dtype)
+
+    return differenced
 
 
 def _differences(grad: Callable[[np.ndarray], Any], zeta: np.ndarray, directions: np.ndarray,

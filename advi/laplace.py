@@ -34,13 +34,16 @@ centred hierarchy's funnel: its log density is not concave in a group effect and
 scale jointly), no later stage runs and the start is refused (E2: 84-177 L-BFGS steps at
 seeds 0-5 and two curvatures by differences, 0.10-0.14 s warm on one core).
 
-Up to ``hessian_max_dim`` the curvature is formed exactly (reverse-over-reverse autodiff)
-where a stage met its test, a candidate mode, and where a start is to be accepted; elsewhere
-(the first stage's whitening, a stage that ended short of its test) by central differences
-of the compiled gradient (:func:`advi.curvature.central_differences`, 2K gradients), which
-compile nothing: a start that is refused before any stage met its test compiles no Hessian
-(the Lorenz bridge with unknown scales of the validation suite: 8.4 s of a 20 s cold fit).
-The two agree to about 1e-6 relative in float32 (benchmarks/README.md).
+Up to ``hessian_max_dim`` the curvature is formed by ``precision`` where a stage met its
+test, a candidate mode, and where a start is to be accepted; elsewhere (the first stage's
+whitening, a stage that ended short of its test) by central differences of the compiled
+gradient (:func:`advi.curvature.central_differences`, 2K gradients), which compile nothing:
+a start that is refused before any stage met its test compiles no Hessian (the Lorenz
+bridge with unknown scales of the validation suite: 8.4 s of a 20 s cold fit). A fit's
+``precision`` is itself those differences where 2K gradients are cheap
+(:func:`advi.curvature.cheaper_precision`: every target of the validation suite but one),
+and the exact Hessian (reverse-over-reverse autodiff) where they are not. The two agree to
+about 1e-6 relative in float32 (benchmarks/README.md).
 
 Above ``hessian_max_dim`` the second stage is whitened by one common scale and stops when
 every gradient coordinate times that scale is below MODE_SD_TOL / 10 (the first stage's

@@ -375,13 +375,52 @@ def test_central_differences_match_the_exact_hessian(dtype, rtol):
     assert np.linalg.norm(differenced - exact) <= rtol * np.linalg.norm(exact)
 
 
-def test_central_differences_of_a_nonfinite_gradient_whiten_nothing():
+def test_the_cheaper_precision_is_the_exact_hessian_only_for_costly_gradients():
+    """-H is formed by differences of the compiled gradient where 2K of its calls cost at
+    most DIFFERENCES_MAX_FLOPS by XLA's estimate (then agreeing with autodiff's Hessian and
+    compiling nothing), and by the exact Hessian, compiled on its first call, above."""
+    a = np.array([[2.0, 0.9, 0.0], [0.9, 1.0, 0.3], [0.0, 0.3, 5.0]], np.float32)
+    weights = np.random.default_rng(0).normal(size=(300, 300)).astype(np.float32) / 30
+
+    def cheap(z, data):
+        return -0.5 * z @ data @ z - 2.0 * jnp.log1p(z[0] ** 2)
+
+    def costly(z, data):  # three 300 x 300 products: 2K gradients, about 3e9 operations
+        return cheap(z, a) - 0.5 * jnp.mean((z[0] * data @ data @ data) ** 2)
+
+    zeta = np.array([0.7, -1.3, 0.05], np.float32)
+    for log_p, data in ((cheap, a), (costly, weights)):
+        fns = advi.log_density_functions(log_p, 3)
+        compiled = fns.value_and_grad.lower(zeta, data).compile()
+        flops = 6 * compiled.cost_analysis()["flops"]
+        precision = advi.curvature.cheaper_precision(compiled, fns.precision, 3)
+        exact = -np.asarray(jax.hessian(log_p)(zeta, data), np.float64)
+        if log_p is cheap:
+            assert flops <= advi.curvature.DIFFERENCES_MAX_FLOPS
+            assert not isinstance(precision, advi.aot.Lazy)
+            assert advi.curvature.differences_suffice(compiled, 3)
+        else:
+            assert flops > advi.curvature.DIFFERENCES_MAX_FLOPS
+            assert isinstance(precision, advi.aot.Lazy) and precision.compiled is None
+        value = np.asarray(precision(zeta, data), np.float64)
+        assert np.linalg.norm(value - exact) <= 1e-3 * np.linalg.norm(exact)
+    # no estimate (a function that is not a compiled program): the exact Hessian
+    assert not advi.curvature.differences_suffice(fns.value_and_grad, 3)
+    assert advi.curvature.cheaper_precision(compiled, None, 3) is None
+
+
+def test_central_differences_of_a_nonfinite_or_constant_gradient_whiten_nothing():
     def grad(z):
         return np.where(z > 0.5, np.nan, -z)
 
     precision = central_differences(grad, np.array([0.5, 0.0]), np.float32)
     assert not np.all(np.isfinite(precision))
     whiten, definite = advi.curvature.whitening(precision, 2)
+    assert not definite and np.array_equal(whiten, np.ones(2))
+    # nor does a gradient that did not change (float32 at data near 1e8: -H differenced to
+    # zero), which the saddle-free metric would scale by 1e150
+    flat = central_differences(lambda z: np.full(2, 3.0), np.array([1.0, 2.0]), np.float32)
+    whiten, definite = advi.curvature.whitening(flat, 2)
     assert not definite and np.array_equal(whiten, np.ones(2))
 
 

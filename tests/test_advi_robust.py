@@ -171,11 +171,35 @@ def test_a_robust_fit_compiles_its_own_functions_and_no_eager_op():
             result = advi.fit(model, x, x @ np.ones(dim, np.float32) + noise[:, 0],
                               rng_key=KEY, preset="robust", khat_samples=0)
         assert result.start.startswith("laplace")
-    # the start, the chunk, the Laplace start's value and gradient and its Hessian, and the
-    # draws of the end-of-fit gradient check, which evaluates them by the Laplace start's
-    # compiled value and gradient (advi.checks): the log density is compiled once
+    # the start, the chunk, the Laplace start's value and gradient, and the draws of the
+    # end-of-fit gradient check, which evaluates them by the Laplace start's compiled value
+    # and gradient (advi.checks): the log density is compiled once; -H is formed by
+    # differences of that gradient (2K calls of a few hundred operations each), so no
+    # Hessian is compiled
     assert sorted(compiled) == ["begin", "chunk", "gradient_check_draws", "initialise",
-                                "log_density", "precision"]
+                                "log_density"]
+
+
+def test_a_costly_gradient_compiles_the_exact_hessian(monkeypatch):
+    # where 2K gradients would cost more than DIFFERENCES_MAX_FLOPS (here: any), -H is the
+    # exact Hessian, compiled on first call; either way the fit ends at the posterior
+    def model(x, y):
+        beta = numpyro.sample("beta", dist.Normal(0.0, 1.0).expand([x.shape[1]]).to_event(1))
+        numpyro.sample("y", dist.Normal(x @ beta, 0.5), obs=y)
+
+    rng = np.random.default_rng(1)
+    for budget, rows in ((advi.curvature.DIFFERENCES_MAX_FLOPS, 60), (0.0, 61)):
+        monkeypatch.setattr(advi.curvature, "DIFFERENCES_MAX_FLOPS", budget)
+        x = rng.normal(size=(rows, 6)).astype(np.float32)  # new shapes: compiled anew
+        y = (x @ np.linspace(-1.0, 1.0, 6) + 0.5 * rng.normal(size=rows)).astype(np.float32)
+        with _compiles() as compiled:
+            result = advi.fit(model, x, y, rng_key=KEY, preset="robust", khat_samples=0,
+                              laplace_starts=1)
+        assert result.start.startswith("laplace")
+        assert ("precision" in compiled) == (budget == 0.0)
+        # the exact posterior (conjugate, known noise): the mean-field sds 1 / sqrt(Lambda_kk)
+        expected = 1 / np.sqrt(np.diag(x.T.astype(np.float64) @ x / 0.25 + np.eye(6)))
+        np.testing.assert_allclose(np.exp(np.asarray(result.params.omega)), expected, rtol=0.1)
 
 
 def test_a_refused_laplace_start_compiles_no_hessian():
