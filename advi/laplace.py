@@ -10,40 +10,35 @@ search. With H the Hessian there:
 - full-rank: mu = mode, L = cholesky((-H)^-1), the Laplace approximation itself.
 
 Up to ``hessian_max_dim`` L-BFGS runs on the host in float64 (SciPy's L-BFGS-B, Byrd, Lu,
-Nocedal & Zhu 1995) on the compiled value, gradient and Hessian: a compiled L-BFGS took
-longer to compile than a small model's whole fit, and float32 iterates could not reach the
-exact mode the Newton-step test below asks. Above it the search is compiled
-(:mod:`advi.lbfgs`), sparing SciPy's work and the host round trips.
+Nocedal & Zhu 1995) on the compiled value and gradient: a compiled L-BFGS took longer to
+compile than a small model's whole fit, and float32 iterates could not reach the exact
+mode the Newton-step test below asks. Above it the search is compiled (:mod:`advi.lbfgs`).
 
 The search runs in :data:`LAPLACE_STAGES` stages; each after the first works in coordinates
 whitened by the curvature where the previous one ended (zeta = zeta_prev + C u with C C^T =
 (-H)^-1 from its Cholesky factor, or the diagonal 1 / sqrt(-H_kk) where -H is not positive
 definite), in which a Gaussian posterior is N(0, I), and stops when every gradient
 coordinate is below MODE_SD_TOL / 10 there; the last may use the steps the earlier ones
-left of ``max_steps``. The first stage runs unwhitened for up to
-:data:`UNWHITENED_STEPS_PER_DIM` K steps, and only where it
-has not finished by then is its rest whitened by the curvature there (an ill-conditioned,
-badly scaled regression spends the whole step cap unwhitened, a few steps whitened), by
-|-H| (:func:`advi.curvature.saddle_free`) where -H is not positive definite there (a
-regression on an uncentred predictor, far from its mode: its noise scale's cross terms make
--H indefinite while its eigenvalues span 1e-2 .. 1e9). Up to ``hessian_max_dim`` a stage
-also ends when its gradient runs away (:data:`advi.lbfgs.RUNAWAY`). Where a stage stopped
-short of its test before its step cap (ran away, or L-BFGS found no step: its line search
-met non-finite values or no increase) and -H is not positive definite where it ended (a
+left of ``max_steps``. Up to :data:`LAPLACE_EXTRA_STAGES` more follow where the last met its
+test where -H is not positive definite or the Newton step is still too long. The first
+stage runs unwhitened for up to :data:`UNWHITENED_STEPS_PER_DIM` K steps, and only where it
+has not finished by then is its rest whitened by the curvature there, by |-H|
+(:func:`advi.curvature.saddle_free`) where -H is not positive definite (a regression on an
+uncentred predictor, far from its mode: its noise scale's cross terms make -H indefinite
+while its eigenvalues span 1e-2 .. 1e9). Up to ``hessian_max_dim`` a stage also ends when
+its gradient runs away (:data:`advi.lbfgs.RUNAWAY`). Where a stage stopped short of its
+test before its step cap (ran away, or L-BFGS found no step: its line search met
+non-finite values or no increase) and -H is not positive definite where it ended (a
 centred hierarchy's funnel: its log density is not concave in a group effect and the log
-scale jointly), no later stage runs and the start is refused (E2: 84-177 L-BFGS steps at
-seeds 0-5 and two curvatures by differences, 0.10-0.14 s warm on one core).
+scale jointly), no later stage runs and the start is refused.
 
 Up to ``hessian_max_dim`` the curvature is formed by ``precision`` where a stage met its
 test, a candidate mode, and where a start is to be accepted; elsewhere (the first stage's
 whitening, a stage that ended short of its test) by central differences of the compiled
-gradient (:func:`advi.curvature.central_differences`, 2K gradients), which compile nothing:
-a start that is refused before any stage met its test compiles no Hessian (the Lorenz
-bridge with unknown scales of the validation suite: 8.4 s of a 20 s cold fit). A fit's
-``precision`` is itself those differences where 2K gradients are cheap
-(:func:`advi.curvature.cheaper_precision`: every target of the validation suite but one),
-and the exact Hessian (reverse-over-reverse autodiff) where they are not. The two agree to
-about 1e-6 relative in float32 (benchmarks/README.md).
+gradient (:func:`advi.curvature.central_differences`, 2K gradients), which compile nothing.
+A fit's ``precision`` is itself those differences where 2K gradients are cheap
+(:func:`advi.curvature.cheaper_precision`), and the exact Hessian (reverse-over-reverse
+autodiff) where they are not; the two agree to about 1e-6 relative in float32.
 
 Above ``hessian_max_dim`` the second stage is whitened by one common scale and stops when
 every gradient coordinate times that scale is below MODE_SD_TOL / 10 (the first stage's
@@ -52,18 +47,16 @@ stalls after :data:`STALL_AFTER_STEPS`, log p rising by less than :data:`GAIN_RT
 itself over :data:`advi.lbfgs.GAIN_WINDOW` iterations (on a factorisation L-BFGS moves the
 means along ridges where ADVI's diagonal steps crawl: :data:`SEARCH_MAX_STEPS`); every
 coordinate of q starts at that scale, 1 / sqrt(median_k d_k), where d is Hutchinson's (1990)
-estimate of the diagonal of -H from :data:`CURVATURE_PROBES` Rademacher probes, d = mean_p
-v_p * (-H v_p) (Bekas, Kokiopoulou & Saad 2007; each -H v_p a central difference of the
-compiled gradient, :func:`advi.curvature.hutchinson_diagonal`, which compiles nothing): each
-d_k alone is too noisy (a factorisation's off-diagonal curvature swamps it), their median
-places q's scales at the posterior's typical one (1 where it is not positive and finite).
+estimate of the diagonal of -H from :data:`CURVATURE_PROBES` Rademacher probes
+(:func:`common_scale`): each d_k alone is too noisy (a factorisation's off-diagonal
+curvature swamps it), their median places q's scales at the posterior's typical one.
 
 The start is refused (``ok`` False; the caller falls back to its usual start) when -H is
 not positive definite, or when the Newton step (-H)^-1 grad is larger than
-:data:`MODE_SD_TOL` Laplace standard deviations (sqrt((-H)^-1_kk)) along some coordinate
-(scale-free, unlike a raw gradient norm): a funnel's mode, which runs off to a boundary,
-fails both. Above ``hessian_max_dim`` a stage's test met, or ||grad|| <= GRAD_RTOL max(1,
-|log p|) at the returned point, accepts it, and a search that found no step refuses it
+:data:`MODE_SD_TOL` Laplace sds (sqrt((-H)^-1_kk)) along some coordinate (scale-free,
+unlike a gradient norm): a funnel's mode, which runs off to a boundary, fails both. Above
+``hessian_max_dim`` a stage's test met, or ||grad|| <= GRAD_RTOL max(1, |log p|) at the
+returned point, accepts it, and a search that found no step refuses it
 (:class:`advi.lbfgs.Search`'s ``failed``: log p rising without bound, as down a funnel's
 neck). Measurements: benchmarks/README.md, "Measurements behind the library's defaults".
 """
@@ -86,15 +79,12 @@ from .lbfgs import RUNAWAY, HostSearch, Search, find_mode, mode_search
 
 LAPLACE_MAX_STEPS = 1300
 """L-BFGS iterations allowed for the mode by the host's search (K <= ``hessian_max_dim``),
-over all stages (a count). The mixture of Figure 1 (a Dirichlet(10,000) weight makes it
-stiff) needs about 400 where the Hessian is formed."""
+over all stages: the mixture of Figure 1 (a Dirichlet(10,000) weight) needs about 400."""
 
 SEARCH_MAX_STEPS = 5000
-"""L-BFGS iterations allowed by the compiled search (K > ``hessian_max_dim``) over all stages;
-a stage ends sooner when it stalls (:data:`GAIN_RTOL`). On the paper's factorisations L-BFGS
-climbs long after its gradient test holds, along ridges where ADVI's diagonal steps crawl:
-stopped at 1,300 steps, E4's start left robust ADVI 30,000 iterations short of stationary
-(benchmarks/README.md). The cap bounds a search that never stalls."""
+"""L-BFGS iterations allowed by the compiled search (K > ``hessian_max_dim``) over all stages:
+on the paper's factorisations L-BFGS climbs long after its gradient test holds, along ridges
+where ADVI's diagonal steps crawl; a stage ends sooner when it stalls (:data:`GAIN_RTOL`)."""
 
 HESSIAN_MAX_DIM = 2000
 """Largest K whose Hessian is formed for the initial scales (K^2 floats, K gradients)."""
@@ -104,18 +94,21 @@ GRAD_RTOL = 1e-3
 
 GAIN_RTOL = 5e-4
 """Above ``hessian_max_dim`` a stage also ends when log p rose by less than GAIN_RTOL |log p|
-over the last :data:`advi.lbfgs.GAIN_WINDOW` iterations (log p then within about 0.5% of
-the mode's on E3-E5): a late stall costs a few hundred L-BFGS steps, an early one thousands
-of ADVI iterations (benchmarks/README.md)."""
+over the last :data:`advi.lbfgs.GAIN_WINDOW` iterations: a late stall costs a few hundred
+L-BFGS steps, an early one thousands of ADVI iterations (benchmarks/README.md)."""
 
 STALL_AFTER_STEPS = 1000
 """A stage's stall test (:data:`GAIN_RTOL`) starts after this many iterations: a mixture's
-search crosses plateaus, gaining less than the stall rate for hundreds of steps before it
-climbs by tens of thousands of nats, and robust ADVI stays where a stall ends it (E5: 3
-seeds of 8; E3's and E4's stages stall later; benchmarks/README.md)."""
+search crosses plateaus for hundreds of steps before it climbs by tens of thousands of
+nats, and robust ADVI stays where a stall ends it (benchmarks/README.md)."""
 
 LAPLACE_STAGES = 2
 """L-BFGS runs, each after the first whitened by the curvature where the last ended."""
+
+LAPLACE_EXTRA_STAGES = 2
+"""Whitened stages the host's search may add where the last met its test but -H there is not
+positive definite or the Newton step is above :data:`MODE_SD_TOL` (a regression on data
+near 1e4 with flat priors: its first stage meets its relative test far from the mode)."""
 
 CURVATURE_PROBES = 8
 """Rademacher probes of the common start scale above ``hessian_max_dim`` (each two gradient
@@ -124,8 +117,7 @@ calls: a central difference along it)."""
 UNWHITENED_STEPS_PER_DIM = 0.5
 """The host's first stage runs unwhitened for up to this many steps per dimension K, and forms
 the curvature that whitens its rest only where it has not finished by then (-H by
-differences: 2K gradients, about 2K host steps, and nothing compiled): a well-posed start
-(E1: about 40 steps at K = 501) pays for none (benchmarks/README.md)."""
+differences: 2K gradients): a well-posed start pays for none (benchmarks/README.md)."""
 
 MODE_SD_TOL = 0.1
 """The mode is accepted when the Newton step |((-H)^-1 g)_k| is below this many Laplace
@@ -136,23 +128,20 @@ class LaplaceStart(NamedTuple):
     """What :func:`laplace_start` returns.
 
     Attributes:
-        params: the family's parameters at the Laplace start (valid only where ``ok``), NumPy
-            arrays on the host in the dtype of ``zeta0`` (any JAX function takes them).
+        params: the family's parameters at the start (valid only where ``ok``), NumPy arrays
+            on the host in the dtype of ``zeta0``.
         ok: bool, True when the mode was found and its curvature is usable.
         steps: int, L-BFGS iterations used.
         grad_norm: float, ||grad log p|| at the returned point.
-        sd: (K,) float64 on the host, q's marginal standard deviations at the start (so
-            that callers on the host need no device op, which would compile).
+        sd: (K,) float64 on the host, q's marginal standard deviations at the start.
         log_p: float, log p (nats) at the returned point.
         newton_sd: float, the largest Newton step |((-H)^-1 g)_k| there in Laplace sds (inf
             where -H is not positive definite or not formed).
         nonfinite: bool, the host's search met a non-finite log p or gradient at a point
             it tried (float32 overflow, or a Cholesky factor that float32 cannot form).
         condition: float, max |eigenvalue| / |smallest eigenvalue| of -H where a refused
-            start's search ended (nan where accepted or -H not formed): how near -H is to
-            singular at its least curved direction. Above 1 / eps of the float type, the
-            sign of that curvature is rounding in that type; a funnel's clearly negative
-            curvature keeps it small.
+            start's search ended (nan where accepted or -H not formed). Above 1 / eps of
+            the float type, the sign of the least curvature is rounding in that type.
     """
 
     params: Any
@@ -192,9 +181,8 @@ def log_density_functions(log_density: Callable[[Array, Any], Array], dim: int,
     if dim > hessian_max_dim:
         return LogDensityFunctions(value_and_grad, None, jax.jit(mode_search(
             log_density, GRAD_RTOL, GAIN_RTOL, STALL_AFTER_STEPS)))
-    # reverse mode over the jitted gradient: -H = -d(grad)/d(zeta), the model traced once for
-    # both functions; faster per call than forward mode over the same gradient (jax.hessian's
-    # jacfwd(jacrev)): benchmarks/README.md, "Measurements behind the library's defaults"
+    # reverse over the jitted gradient (the model traced once for both): faster per call than
+    # jax.hessian's jacfwd(jacrev) (benchmarks/README.md)
     def precision(zeta: Array, data: Any) -> Array:
         return -jax.jacrev(lambda z: value_and_grad(z, data)[1])(zeta)
 
@@ -224,9 +212,8 @@ def _host(fn: Callable, data: Any, dtype: Any) -> Callable[[np.ndarray], Any]:
 
 
 def _cast(x: Any, dtype: Any) -> np.ndarray:
-    """``x`` as a NumPy array of ``dtype``: the compiled functions take it as it is, so
-    the start dispatches no JAX operation (``jnp.asarray`` would compile a small program
-    per shape, and ``device_put`` reads the calling thread's default device)."""
+    """``x`` as a NumPy array of ``dtype``: the start dispatches no JAX operation
+    (``jnp.asarray`` would compile a small program per shape)."""
     return np.asarray(x, dtype)
 
 
@@ -247,7 +234,9 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
     zeta, precision, scale, steps = np.asarray(zeta0, np.float64), None, 1.0, 0
     reached = nonfinite = exact = False
     stages = LAPLACE_STAGES if fns.precision is not None or fns.search is not None else 1
-    for stage in range(stages):
+    stage = -1  # the planned stages, then while _another_stage
+    while (stage := stage + 1) < stages or _another_stage(fns, zeta, precision, exact, stage,
+                                                          max_steps - steps, data, dtype):
         cap = max_steps // stages if stage < stages - 1 else max_steps - steps
         abs_tol, refused, short = (MODE_SD_TOL / 10 if stage > 0 else 0.0), False, False
         if fns.search is not None:
@@ -274,6 +263,19 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
     if precision is not None and not exact and whitening(precision, zeta.size)[1]:
         precision = _precision(fns, zeta, data, dtype)  # a start to accept: the exact -H
     return _Staged(zeta, precision, scale, steps, reached, nonfinite=nonfinite)
+
+
+def _another_stage(fns: LogDensityFunctions, zeta: np.ndarray, precision: np.ndarray | None,
+                   met: bool, stage: int, left: int, data: Any, dtype: Any) -> bool:
+    """Whether the host's search runs one more whitened stage (:data:`LAPLACE_EXTRA_STAGES`):
+    the last met its test, but where -H is not positive definite or its Newton step is too
+    long."""
+    if not met or precision is None or left <= 0 or (
+            stage >= LAPLACE_STAGES + LAPLACE_EXTRA_STAGES):
+        return False
+    definite, steps_sd = newton_sd(precision, np.asarray(
+        fns.value_and_grad(_cast(zeta, dtype), data)[1], np.float64))
+    return not (definite and float(np.max(steps_sd)) < MODE_SD_TOL)
 
 
 def _precision(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any
@@ -305,9 +307,7 @@ def _first_host_stage(fns: LogDensityFunctions, zeta: np.ndarray, cap: int, data
                       dtype: Any) -> HostSearch:
     """The first stage on the host (as :func:`_host_stage`): unwhitened for up to
     :data:`UNWHITENED_STEPS_PER_DIM` K steps; where that ended short of its test (neither
-    met nor run away), the rest of the stage is whitened by the curvature there (by |-H|
-    where -H is not positive definite: :func:`advi.curvature.whitening`), -H by
-    differences of the gradient (:func:`_differenced`)."""
+    met nor run away), its rest whitened by :func:`_differenced` -H there (or |-H|)."""
     value_and_grad = _host(fns.value_and_grad, data, dtype)
     rental = cap if fns.precision is None else min(
         cap, math.ceil(UNWHITENED_STEPS_PER_DIM * zeta.size))

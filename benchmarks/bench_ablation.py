@@ -34,6 +34,8 @@ ABLATIONS: dict[str, tuple[list[str], str]] = {
     "unwhitened_first": (["laplace.UNWHITENED_STEPS_PER_DIM=1e9"],
                          "the first stage is never whitened by the Hessian (|-H|)"),
     "one_stage": (["laplace.LAPLACE_STAGES=1"], "no whitened second stage"),
+    "extra_stages": (["laplace.LAPLACE_EXTRA_STAGES=0"],
+                     "no further whitened stage where the last met its test short of a mode"),
     "newton_test": (["laplace.MODE_SD_TOL=inf"],
                     "any start with -H positive definite is accepted (no Newton-step test)"),
     "no_hessian": (["laplace.HESSIAN_MAX_DIM=0"],

@@ -2,7 +2,7 @@
 
 Each target is a NumPyro model (so that ADVI, NumPyro's SVI and NUTS all fit the same
 unconstrained log density), a map from posterior draws to the compared quantities, and their
-true means and standard deviations (float64). Three sources:
+true means and standard deviations (float64). Four sources:
 
 - **TensorFlow Probability's Inference Gym** (pip ``inference-gym`` with ``tfp-nightly``, the
   ``bench`` extra): every target whose data ship with the package and that carries ground
@@ -16,6 +16,10 @@ true means and standard deviations (float64). Three sources:
   jitter (a float64 NUTS reference), and a linear trend on an uncentred predictor (years 1980-2020:
   intercept and slope correlated -0.9998), whose posterior is computed by quadrature over
   the noise sd.
+- **posteriordb's** (no extra package; ``suite_posteriordb.py``): five Stan models ported
+  to NumPyro, against the means and sds of their reference draws (Stan's NUTS): earnings on
+  height (flat priors, data near 2e4), a child's score on the mother's IQ, a two-state
+  hidden Markov model, GARCH(1,1), a two-component Gaussian mixture.
 - **The paper's models**: the Poisson-exponential of Figure 3 (E0, an exact Gamma).
 
 ``TARGETS`` lists them by name; ``GYM`` are the names that need the Inference Gym, and
@@ -32,6 +36,7 @@ from typing import Any
 
 import bench_accuracy as accuracy
 import numpy as np
+import suite_posteriordb as posteriordb
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,6 +287,9 @@ _OWN = (
     SuiteTarget("poisson-exponential (E0)", "exact (Gamma)", poisson_exponential_problem),
     SuiteTarget("GP Poisson, jitter 1e-10", "NUTS float64 4 x 5,000 (suite_references.json)",
                 gp_poisson_problem),
+    *(SuiteTarget(f"posteriordb {name}", "posteriordb (Stan NUTS, 10 x 1,000)",
+                  functools.partial(posteriordb.problem, name, Problem))
+      for name in posteriordb.MODELS),
 )
 
 TARGETS: dict[str, SuiteTarget] = {
