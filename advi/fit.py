@@ -122,7 +122,8 @@ def fit(
     never left its start) warn with a ``RuntimeWarning`` naming the likely cause and the
     remedy (standardise the data, float64, another start; running longer, where the
     gradient's check fires after a stop by the ELBO rule or max_iter), also kept in
-    ``result.warnings``; minibatched fits are not checked.
+    ``result.warnings``; minibatched fits are not checked. The robust preset also warns where
+    its ELBO settled while q still travels (:data:`advi.stationarity.TRAVEL_SD`).
 
     The first fit of a process turns on JAX's persistent compilation cache unless the user
     configured it or set ``ADVI_COMPILATION_CACHE=0`` (:mod:`advi.cache`).

@@ -15,7 +15,9 @@ below ``tol_rel_obj`` of its size with 95% confidence (:func:`advi.stationarity.
 a test whose power does not fall with K, where R-hat's 2K quantities of a 25,000-dimensional
 factorisation keep drifting long after its predictions have settled); either way it returns
 the average of the iterates over the window, or over its last chunks where they still
-drift (:func:`advi.stationarity.averaging_chunks`). Non-finite draws beyond the redraw
+drift (:func:`advi.stationarity.averaging_chunks`). Where the ELBO settled while q's means
+still travel (a median over them of more than :data:`advi.stationarity.TRAVEL_SD` of q's
+sds over the window: a crawl along a ridge), the fit warns. Non-finite draws beyond the redraw
 budget restart the run from the current average with eta / 10, and a fresh trace whose first
 half is discarded. :class:`StationarityRule` is this stopping rule, run by
 :func:`advi.driver.drive`; :data:`POLICY` its restart policy.
@@ -34,17 +36,22 @@ from .compiled import ChunkMoments
 from .driver import RestartPolicy, Row, Verdict
 from .stationarity import (
     RHAT_SPLITS,
+    TRAVEL_SD,
     averaging_chunks,
     elbo_gain,
     settled,
     split_rhat,
     stationary,
+    travel,
     window_chunks,
 )
 from .step import ADVIState
 
 SMALLEST_ETA = 1e-4
 """Below this eta a run that keeps meeting non-finite draws stops with ADVIError."""
+
+TRAVEL_NOTE = "the ELBO settled while q still travels"
+"""How the warning of :meth:`_Trace.crawling` begins."""
 
 
 class _Trace:
@@ -107,6 +114,23 @@ class _Trace:
         size = self.window()
         return elbo_gain(np.asarray(self.elbo[-size:])) if size else (math.nan, math.nan)
 
+    def crawling(self, chunk_len: int) -> str | None:
+        """The warning for a window over which q's means travelled a median of more than
+        :data:`advi.stationarity.TRAVEL_SD` of its sds (:func:`advi.stationarity.travel`),
+        or None."""
+        size = self.window()
+        moved = travel(self._sums(size, size)[0], chunk_len) if size >= 2 else np.zeros(1)
+        median = float(np.nanmedian(moved)) if np.any(np.isfinite(moved)) else 0.0
+        if not median > TRAVEL_SD:
+            return None
+        return (f"{TRAVEL_NOTE}: over the last {size * chunk_len} iterations its means "
+                f"moved a median of {median:.1f} of q's standard deviations; likely cause: q "
+                "crawling along a ridge of strongly correlated parameters (an uncentred "
+                "predictor, data far from order 1), as from a random start; remedy: "
+                "standardise the data (centre and scale the predictors), fit in float64 "
+                "(dtype=\"float64\"), a full-rank q (family=\"fullrank\"), or run longer (a "
+                "smaller tol_rel_obj)")
+
     def average(self, chunk_len: int) -> Any:
         """The iterate average over the window's trailing chunks that
         :func:`advi.stationarity.averaging_chunks` picks (the last chunk when the window
@@ -166,9 +190,10 @@ class StationarityRule:
         self.trace.add(moments)
         converged, rhat = self.trace.rhat(self.chunk_len)
         reason = "rhat" if converged else None
+        note = None
         if reason is None and settled(*self.trace.gain(), self.tol_rel_obj):
-            reason = "elbo settled"
-        return Verdict(row=Row(self.trace.elbo[-1], rhat=rhat), reason=reason)
+            reason, note = "elbo settled", self.trace.crawling(self.chunk_len)
+        return Verdict(row=Row(self.trace.elbo[-1], rhat=rhat), reason=reason, note=note)
 
     def estimate(self, state: ADVIState) -> Any:
         return self.trace.average(self.chunk_len)

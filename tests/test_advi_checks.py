@@ -12,6 +12,7 @@ import pytest
 
 import advi
 from advi import checks
+from advi.robust import TRAVEL_NOTE
 
 
 def normal_mean(y):
@@ -49,8 +50,9 @@ def test_far_off_fit_warns_with_a_remedy(preset):
     assert found and all("dtype=\"float64\"" in n and "standardise the data" in n
                           for n in found)
     assert set(notes) <= set(result.warnings)
-    if preset == "robust":
-        assert all("no usable mode" in n for n in notes)
+    if preset == "robust":  # the end-of-fit checks name the start that fell back; the
+        # stop's own warning (q still travelled when its ELBO settled) does not know it
+        assert all("no usable mode" in n for n in notes if not n.startswith(TRAVEL_NOTE))
         # its random start's q does not express the posterior either (k-hat above 1.3)
         assert all("full-rank" in n for n in notes if n.startswith(checks.FELL_BACK_NOTE))
 

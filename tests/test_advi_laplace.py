@@ -3,6 +3,7 @@ gradient-only path above hessian_max_dim."""
 
 import math
 import tracemalloc
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -13,6 +14,7 @@ import pytest
 
 import advi
 import advi.curvature
+import advi.robust
 from advi.curvature import central_differences, hutchinson_diagonal
 from advi.laplace import GAIN_RTOL, GRAD_RTOL, SEARCH_MAX_STEPS
 from advi.lbfgs import mode_search
@@ -486,3 +488,25 @@ def test_stages_follow_until_the_newton_step_holds(seed, monkeypatch):
     np.testing.assert_allclose(start.params.mu[:2], beta, atol=float(np.max(sd)) * 0.01)
     monkeypatch.setattr(advi.laplace, "LAPLACE_EXTRA_STAGES", 0)
     assert not advi.laplace_start(fns, advi.MEANFIELD, zeta0, data).ok
+
+
+def test_a_random_start_crawling_along_the_ridge_warns(monkeypatch):
+    """Without the extra stages the earnings regression's start is refused, and robust ADVI
+    from a random start crawls along the intercept-slope ridge: each fit warns, by
+    max_iter or, where the ELBO's relative test passed while q still travelled, by the
+    travel check (advi.stationarity.TRAVEL_SD)."""
+    monkeypatch.setattr(advi.laplace, "LAPLACE_EXTRA_STAGES", 0)
+    model, height, earn = _earnings(1)
+    reasons = []
+    for seed in range(3):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = advi.fit(model, height, earn, rng_key=jax.random.PRNGKey(seed),
+                              preset="robust", dtype="float32", khat_samples=0)
+        assert result.start.startswith("init=random")
+        messages = [str(w.message) for w in caught if w.category is RuntimeWarning]
+        expected = (advi.robust.TRAVEL_NOTE if result.convergence_reason == "elbo settled"
+                    else "max_iter=")
+        assert any(m.startswith(expected) for m in messages), messages
+        reasons.append(result.convergence_reason)
+    assert "elbo settled" in reasons

@@ -11,6 +11,7 @@ from advi.stationarity import (
     settled,
     split_rhat,
     stationary,
+    travel,
     window_chunks,
 )
 
@@ -132,3 +133,14 @@ def test_a_few_chunks_or_non_finite_quantities_do_not_break_the_choice():
     mu[:, 0] = np.inf  # a quantity that overflowed: left out, the others decide
     log_sd[:, 1] = np.nan
     assert averaging_chunks(_chunk_sums(mu, log_sd), chunk_len=50) == 16
+
+
+def test_travel_is_the_fitted_lines_run_over_the_window_in_q_sds():
+    # two means over 10 chunks of 50: one drifts 0.5 per chunk (sd 0.25), one is noise (sd 1)
+    rng = np.random.default_rng(4)
+    chunks = np.arange(10)
+    mu = np.stack([3.0 + 0.5 * chunks, rng.normal(scale=0.01, size=10)], axis=1)
+    log_sd = np.log(np.tile([0.25, 1.0], (10, 1)))
+    moved = travel(_chunk_sums(mu, log_sd), 50)
+    assert moved[0] == pytest.approx(0.5 * 10 / 0.25)  # 20 sds over the window
+    assert moved[1] < 0.1
