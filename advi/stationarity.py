@@ -178,10 +178,7 @@ def averaging_chunks(sums: np.ndarray, chunk_len: int, level: float = DRIFT_LEVE
         weights = np.concatenate([0.5 * np.exp(-2.0 * means[-1, dim:]), np.ones(dim)])
     finite = np.all(np.isfinite(means), axis=0) & np.isfinite(weights)
     means, weights = means[:, finite], weights[finite]
-    index = np.arange(num) - (num - 1) / 2
-    spread = float(index @ index)
-    centred = means - means.mean(0)
-    slope = index @ centred / spread
+    slope, centred, spread = _line(means)
     # the residuals' sum of squares: the centred one less what the line explains
     noise = np.maximum(np.einsum("jp,jp->p", centred, centred) - slope**2 * spread,
                        0.0) / (num - 2)
@@ -213,10 +210,19 @@ def travel(sums: np.ndarray, chunk_len: int) -> np.ndarray:
     """
     means = np.asarray(sums, np.float64) / chunk_len
     num, dim = means.shape[0], means.shape[1] // 2
-    index = np.arange(num) - (num - 1) / 2
-    slope = index @ (means[:, :dim] - means[:, :dim].mean(0)) / float(index @ index)
+    slope = _line(means[:, :dim])[0]
     with np.errstate(over="ignore", invalid="ignore"):
         return np.abs(slope) * num / np.exp(means[-1, dim:])
+
+
+def _line(means: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """The least-squares line through each column of ``means`` (J, P) against the chunk
+    index: (slope per chunk (P,), the centred means (J, P), sum of squared centred
+    indices)."""
+    index = np.arange(means.shape[0]) - (means.shape[0] - 1) / 2
+    spread = float(index @ index)
+    centred = means - means.mean(0)
+    return index @ centred / spread, centred, spread
 
 
 def stationary(rhat: np.ndarray, quantile: float = RHAT_QUANTILE,
