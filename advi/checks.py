@@ -54,13 +54,13 @@ from jax import Array
 from jax.typing import ArrayLike
 
 from .diagnostics import degenerate_weights, pareto_khat
-from .families import Family, standard_normal
+from .families import Family, host_standard_normal
 
 GRAD_DRAWS = 200
 """Draws of q behind the end-of-fit gradient check."""
 
 CHECK_SALT = 0x636B
-"""Folded into the key the end-of-fit checks are given, for their draws of q."""
+"""Seeds, with the key the end-of-fit checks are given, their draws of q."""
 
 GRAD_ALPHA = 1e-3
 """Family-wise false-alarm level of the gradient z-scores over the K coordinates."""
@@ -150,35 +150,32 @@ def gradient_flags(mean: np.ndarray, se: np.ndarray, shift: float = GRAD_SHIFT
 
 
 def check_draws_fn(family: Family) -> Callable:
-    """``draws(params, rng_key) -> (eps, zeta, std, log_q)``: :data:`GRAD_DRAWS` draws of q
-    from ``fold_in(rng_key, CHECK_SALT)``, eps and ``zeta = T(params, eps)`` (S, K), q's
-    marginal standard deviations (K,) and ``log q(zeta)`` (S,), in the parameters' dtype.
-    Plain ``jax.jit`` with no log density inside, so that it compiles in hundredths of a
-    second; :class:`advi.compiled.CompiledADVI` keeps it with the configuration's other
+    """``draws(params, eps) -> (zeta, std, log_q)``: ``zeta = T(params, eps)`` (S, K) for
+    standard normal ``eps`` (S, K), q's marginal standard deviations (K,) and ``log
+    q(zeta)`` (S,), in the parameters' dtype. Plain ``jax.jit`` with no log density or
+    random generator inside, so that it compiles in hundredths of a second;
+    :class:`advi.compiled.CompiledADVI` keeps it with the configuration's other
     functions."""
 
     @jax.jit
-    def gradient_check_draws(params: Any, rng_key: Array
-                             ) -> tuple[Array, Array, Array, Array]:
-        dim, dtype = params.mu.shape[-1], params.mu.dtype
-        eps = standard_normal(jax.random.fold_in(rng_key, CHECK_SALT), (GRAD_DRAWS, dim),
-                              dtype)
+    def gradient_check_draws(params: Any, eps: Array) -> tuple[Array, Array, Array]:
         zeta = family.transform(params, eps)
-        return eps, zeta, family.std(params), family.log_q(params, zeta)
+        return zeta, family.std(params), family.log_q(params, zeta)
 
     return gradient_check_draws
 
 
 def scaled_gradients(value_and_grad: Callable[[np.ndarray, Any], tuple[Any, Any]],
-                     draws: Callable[[Any, Array], tuple[Array, ...]], params: Any,
+                     draws: Callable[[Any, np.ndarray], tuple[Array, ...]], params: Any,
                      rng_key: Array, data: Any) -> tuple[tuple, tuple, np.ndarray]:
     """The gradient check's moments: ``(gradient_moments(g), gradient_moments(g * eps + 1),
     log_weights)`` of ``g = sd_k * d log p / d zeta_k`` at the draws ``zeta = T(params, eps)``
-    of ``draws`` (:func:`check_draws_fn`). The mean of ``g`` is ``sd * dELBO/dmu`` (the
-    entropy does not depend on mu), that of ``g * eps + 1`` is ``dELBO/domega`` for a
-    mean-field q (omega = log sd); ``log_weights`` ((GRAD_DRAWS,) float64, ``log p(zeta) -
-    log q(zeta)`` of the same draws, the values that came with the gradients) are what the
-    k-hat check tests.
+    of ``draws`` (:func:`check_draws_fn`), ``eps`` (:data:`GRAD_DRAWS`, K) from ``rng_key``
+    and :data:`CHECK_SALT` (:func:`advi.families.host_standard_normal`). The mean of ``g``
+    is ``sd * dELBO/dmu`` (the entropy does not depend on mu), that of ``g * eps + 1`` is
+    ``dELBO/domega`` for a mean-field q (omega = log sd); ``log_weights`` ((GRAD_DRAWS,)
+    float64, ``log p(zeta) - log q(zeta)`` of the same draws, the values that came with the
+    gradients) are what the k-hat check tests.
 
     The log density is evaluated one draw at a time by ``value_and_grad(zeta (K,), data)
     -> (log p (), grad (K,))``, a compiled function the fit already has (the Laplace
@@ -187,7 +184,9 @@ def scaled_gradients(value_and_grad: Callable[[np.ndarray, Any], tuple[Any, Any]
     fit (measurements: benchmarks/README.md, "Measurements behind the library's
     defaults").
     """
-    eps, zeta, std, log_q = jax.device_get(draws(params, rng_key))
+    eps = host_standard_normal(rng_key, (GRAD_DRAWS, params.mu.shape[-1]), params.mu.dtype,
+                               CHECK_SALT)
+    zeta, std, log_q = jax.device_get(draws(params, eps))
     values, grads = zip(*jax.device_get([value_and_grad(row, data) for row in zeta]),
                         strict=True)
     with np.errstate(invalid="ignore", over="ignore"):  # non-finite rows are dropped
@@ -270,7 +269,7 @@ def end_of_fit_warnings(result: Any, compiled: Any, start_mu: Array | None,
             iterate average of a mean near 1e4 can round back to the start).
         fell_back: the start's description when the Laplace start fell back to another init
             ("no usable mode"), else None.
-        rng_key: key of the gradient check's draws (folded with :data:`CHECK_SALT`).
+        rng_key: key of the gradient check's draws (seeded with :data:`CHECK_SALT`).
 
     Returns:
         the warnings' texts (empty for a fit that passes; always empty when minibatched).

@@ -10,13 +10,14 @@ fit. :meth:`CompiledADVI.setup` (the initial q and the Laplace start) then runs 
   fresh state there;
 - with the Laplace start, the log density's value and gradient, and -H by differences of it
   or by the exact Hessian compiled on first call (:func:`advi.curvature.cheaper_precision`);
-- ``chunk(state, eta, key, salt, num_steps, data)``: any number of iterations at any eta,
-  so the eta search, the main loop and restarts share one compilation; iteration k draws
-  from ``fold_in(fold_in(key, salt), k)``, whatever the chunks. Its steps compute the
-  gradient only and redraw nothing until a draw's gradient is not finite
-  (:meth:`CompiledADVI.run`). With ``moments=True`` it also returns the chunk's moments of
-  the iterates (:mod:`advi.stationarity`) and the ELBO at their average from
-  :data:`TRACE_ELBO_SAMPLES` draws that are the same for every chunk;
+- ``chunk(state, eta, key, salt, num_steps, data[, trace_eps])`` (:func:`advi.chunk.
+  make_chunk`): any number of iterations at any eta, so the eta search, the main loop and
+  restarts share one compilation; iteration k draws from ``fold_in(fold_in(key, salt),
+  k)``, whatever the chunks. Its steps compute the gradient only and redraw nothing until
+  a draw's gradient is not finite (:meth:`CompiledADVI.run`). With ``moments=True`` it
+  also returns the chunk's moments of the iterates (:mod:`advi.stationarity`) and
+  :data:`TRACE_ELBO_SAMPLES` draws of q at their average, the same eps for every chunk,
+  whose log p the host evaluates by the compiled value and gradient (the ELBO there);
 - ``elbo(params, key, salt, data)``: Stan's ``elbo_samples``-draw ELBO and log weights;
   with the stationarity stop (the robust preset), whose loop needs no ELBO, it is compiled
   on first use only (Pareto k-hat's log weights, when asked for), not with the others.
@@ -43,14 +44,14 @@ import numpy as np
 import optax
 from jax import Array
 
-from .algorithm import Algorithm, algorithm
+from .algorithm import algorithm
 from .aot import Lazy, aot
 from .checks import check_draws_fn, scaled_gradients
+from .chunk import TRACE_SALT, make_chunk, with_elbo
 from .curvature import cheaper_precision
 from .elbo_batches import elbo_compiler, make_elbo
-from .families import Family
+from .families import Family, host_standard_normal
 from .laplace import LogDensityFunctions, log_density_functions
-from .loops import loop_data
 from .multistart import EXTRA_STARTS, multistart_laplace
 from .precision import log_p_spacing, start_resolution
 from .step import ADVIState, fresh_state
@@ -60,14 +61,11 @@ logger = logging.getLogger("advi")
 
 TRACE_ELBO_SAMPLES = 5
 """Draws of the log density checked at the end of every chunk (:meth:`CompiledADVI.run`),
-also those of the robust loop's ELBO (:class:`ChunkMoments`): the same draws for every
-chunk (common random numbers), so two chunks' estimates differ by the change of q, not the
-draws' noise (:func:`advi.stationarity.elbo_gain`). At 5 per chunk of 50 iterations, a
+also those of the robust loop's ELBO (:class:`advi.chunk.ChunkMoments`): the same draws for
+every chunk (common random numbers), so two chunks' estimates differ by the change of q, not
+the draws' noise (:func:`advi.stationarity.elbo_gain`). At 5 per chunk of 50 iterations, a
 tenth of a log density per iteration (benchmarks/README.md, "Measurements behind the
 library's defaults")."""
-
-TRACE_SALT = 0xFFFFFFFF
-"""Folded into the run's key for the chunk-end ELBO's draws (the steps' salts are small)."""
 
 NO_REDRAWS, REDRAWS, VALUES_CHECKED = 0, 1, 2
 """The steps a fit's chunks run (:meth:`CompiledADVI.run`), in the order a fit moves
@@ -99,72 +97,6 @@ class StartInfo(NamedTuple):
     log_p_spacing: float = 0.0
     nonfinite: bool = False
     condition: float = math.nan
-
-
-class ChunkMoments(NamedTuple):
-    """Moments of the iterates over one chunk (sums over its iterations).
-
-    Attributes:
-        params: pytree like the parameters, the sum of the iterates.
-        stat: (2K,) sum of the monitored quantities (mu, log of q's standard deviations).
-        stat_sq: (2K,) sum of their squares.
-        elbo: () the ELBO at the average of the chunk's iterates from
-            :data:`TRACE_ELBO_SAMPLES` draws that are the same for every chunk (nats);
-            -inf where non-finite draws exhausted its redraw budget.
-    """
-
-    params: Any
-    stat: Array
-    stat_sq: Array
-    elbo: Array
-
-
-def _monitored(family: Family, params: Any) -> Array:
-    return jnp.concatenate([params.mu, jnp.log(family.std(params))])
-
-
-def _make_chunk(alg: Algorithm, family: Family, probe: Callable, moments: bool,
-                hold: bool) -> Callable:
-    """The chunk of ``num_steps`` iterations: ``(state, eta, key, salt, num_steps, data) ->
-    (out, values_finite)``, ``out`` the state or, with ``moments``, ``(state,
-    ChunkMoments)``; ``values_finite``: the log density was finite at every one of
-    ``probe``'s draws (``probe`` is ``elbo(params, key, salt, data)`` of
-    :func:`advi.elbo_batches.make_elbo`, at the draws of :data:`TRACE_SALT`) from the final
-    q or, with ``moments``, from q at the chunk's average, whose ELBO they give (one
-    evaluation serves both). The loop ends at a refused step (``failed``); a
-    ``jax.lax.cond`` per step was slower (benchmarks/README.md). The steps read the data
-    by :func:`advi.loops.loop_data` (``hold``: False for steps with a redraw loop)."""
-    def chunk(state: ADVIState, eta: Array, key: Array, salt: Array, num_steps: Array,
-              data: Any) -> Any:
-        run_key, (held, read) = jax.random.fold_in(key, salt), loop_data(data, hold)
-
-        def going(carry: tuple) -> Array:
-            return (carry[0] < num_steps) & ~carry[1].failed
-
-        def body(carry: tuple[Array, ADVIState, list, ChunkMoments | None]) -> Any:
-            k, s, h, m = carry
-            d, h = read(h)
-            new = alg.step(s, jax.random.fold_in(run_key, s.iteration), eta, d)[0]
-            if m is None:
-                return k + 1, new, h, m
-            stat = _monitored(family, new.params)
-            return k + 1, new, h, m._replace(params=jax.tree.map(jnp.add, m.params, new.params),
-                                             stat=m.stat + stat, stat_sq=m.stat_sq + stat**2)
-
-        salt_trace, k = np.uint32(TRACE_SALT), jnp.zeros((), jnp.int32)
-        if not moments:
-            state = jax.lax.while_loop(going, body, (k, state, held, None))[1]
-            return state, probe(state.params, key, salt_trace, data).redraws == 0
-        zeros = jnp.zeros(2 * state.params.mu.shape[-1], state.params.mu.dtype)
-        start = ChunkMoments(jax.tree.map(jnp.zeros_like, state.params), zeros, zeros,
-                             jnp.zeros((), zeros.dtype))
-        k, state, _, m = jax.lax.while_loop(going, body, (k, state, held, start))
-        average = jax.tree.map(lambda x: x / jnp.maximum(k, 1).astype(x.dtype), m.params)
-        trace = probe(average, key, salt_trace, data)  # also the check, where q has been
-        m = m._replace(elbo=jnp.where(trace.ok, trace.elbo, -jnp.inf))
-        return (state, m), trace.redraws == 0
-
-    return chunk
 
 
 def _make_init(target: Target, family: Family, init: str) -> Callable:
@@ -251,7 +183,8 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
     fast, redrawing, checked = (
         jax.jit(_chunk_fn(target, o, optimizer, with_elbo, redraw))
         for with_elbo, redraw in ((False, False), (False, True), (True, True)))
-    chunk = aot(fast, state, np.ones((), dtype), key, one, one, data)
+    trace_eps = (jax.ShapeDtypeStruct((TRACE_ELBO_SAMPLES, target.dim), dtype),) * o.moments
+    chunk = aot(fast, state, np.ones((), dtype), key, one, one, data, *trace_eps)
     elbo = Lazy(jax.jit(make_elbo(target, o.family, o.elbo_samples)),
                 elbo_compiler(target, o.family, o.elbo_samples))
     if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
@@ -269,8 +202,8 @@ def _chunk_fn(target: Target, o: CompileSpec, optimizer: Any, with_elbo: bool,
     alg = algorithm(target, family=o.family, optimizer=optimizer, grad_samples=o.grad_samples,
                     precondition=o.precondition, init=o.init, with_elbo=with_elbo,
                     redraw=redraw)
-    return _make_chunk(alg, o.family, make_elbo(target, o.family, TRACE_ELBO_SAMPLES),
-                       o.moments, hold=not redraw)
+    probe = None if o.moments else make_elbo(target, o.family, TRACE_ELBO_SAMPLES)
+    return make_chunk(alg, o.family, probe, o.moments, hold=not redraw)
 
 
 class CompiledADVI:
@@ -289,6 +222,7 @@ class CompiledADVI:
         self.family = options.family
         self.elbo_samples = options.elbo_samples
         self.level = NO_REDRAWS
+        self._eps: tuple[bytes, np.ndarray] | None = None  # (key bits, trace eps)
         self.dtype = jnp.result_type(float)
         key = None if target.cache_key is None else (target.cache_key, options, self.dtype)
         done = None if key is None else _CACHE.get(key)
@@ -303,7 +237,8 @@ class CompiledADVI:
                     _CACHE.popitem(last=False)
         self._done: _Compiled = done
         self._lazies = [lazy for lazy in (done.redraw_chunk, done.checked_chunk, done.elbo,
-                        getattr(done.laplace, "precision", None)) if isinstance(lazy, Lazy)]
+                        getattr(done.laplace, "precision", None), done.value_and_grad)
+                        if isinstance(lazy, Lazy)]
 
     def setup(self, rng_key: Array, extra_starts: int = EXTRA_STARTS
               ) -> tuple[tuple[Array, Array, Array], ADVIState, StartInfo]:
@@ -334,7 +269,7 @@ class CompiledADVI:
     def run(self, state: ADVIState, eta: float, key: Array, salt: int, num_steps: int,
             trial: bool = False) -> Any:
         """``num_steps`` iterations at step-size scale ``eta`` (blocks until done); returns
-        the state, or ``(state, ChunkMoments)`` when compiled with moments.
+        the state, or ``(state, advi.chunk.ChunkMoments)`` when compiled with moments.
 
         The steps compute the gradient only and redraw nothing (no loop inside a step,
         which a GPU runs about twice as fast). A chunk in which a draw's gradient is not
@@ -347,25 +282,46 @@ class CompiledADVI:
         switches nothing: a trial eta that sends q where the log density overflows is
         rejected by its ELBO, as Stan's search does."""
         args = (state, np.asarray(eta, self.dtype), key, np.asarray(salt, np.int32),
-                np.asarray(num_steps, np.int32), self.target.data)
+                np.asarray(num_steps, np.int32), self.target.data, *self._trace_eps(key))
         done, level = self._done, self.level
-        out, finite = (done.chunk, done.redraw_chunk, done.checked_chunk)[level](*args)
-        failed, finite = jax.device_get(((out[0] if self.options.moments else out).failed,
-                                         finite))  # one wait for the device
-        if level == NO_REDRAWS and bool(failed):
+        chunks = (done.chunk, done.redraw_chunk, done.checked_chunk)
+        out = chunks[level](*args)
+        if level == NO_REDRAWS and bool(jax.device_get(out[0].failed)):
             level = REDRAWS
             if not trial:
                 self.level = level
                 logger.info("non-finite gradient by iteration %d; from now on non-finite "
                             "draws are redrawn", int(state.iteration) + int(num_steps))
-            out, finite = done.redraw_chunk(*args)
-        if level == VALUES_CHECKED or trial or bool(finite):
-            return jax.block_until_ready(out)
+            out = chunks[level](*args)
+        out, finite = self._finished(out, key)
+        if level == VALUES_CHECKED or trial or finite:
+            return out
         self.level = VALUES_CHECKED
         logger.info("non-finite log density at iteration %d's draws; from now on every "
                     "draw's value is checked", int(state.iteration) + int(num_steps))
-        out, _ = done.checked_chunk(*args)
-        return jax.block_until_ready(out)
+        return self._finished(chunks[VALUES_CHECKED](*args), key)[0]
+
+    def _trace_eps(self, key: Array) -> tuple[np.ndarray, ...]:
+        """With moments, (the chunks' end draws' eps (TRACE_ELBO_SAMPLES, K),) from ``key``
+        (:func:`advi.families.host_standard_normal`: the same for every chunk so keyed, with
+        no threefry in the chunk's program), kept for the next chunk; without, ()."""
+        if not self.options.moments:
+            return ()
+        bits = np.asarray(jax.device_get(key)).tobytes()
+        if self._eps is None or self._eps[0] != bits:
+            self._eps = (bits, host_standard_normal(key, (TRACE_ELBO_SAMPLES, self.target.dim),
+                                                    self.dtype, TRACE_SALT))
+        return (self._eps[1],)
+
+    def _finished(self, out: tuple, key: Array) -> tuple[Any, bool]:
+        """(the state, or (state, ChunkMoments) with the ELBO by :func:`advi.chunk.with_elbo`:
+        log p by the compiled value and gradient keyed by ``key``, a minibatch the same for
+        every chunk), and whether log p was finite at the chunk's end draws."""
+        if not self.options.moments:
+            return jax.block_until_ready(out[0]), bool(jax.device_get(out[1]))
+        state, keyed = out[0], (key, self.target.data)
+        moments, finite = with_elbo(lambda z: self._done.value_and_grad(z, keyed)[0], out[1])
+        return (jax.block_until_ready(state), moments), finite
 
     def use_clock(self, clock: Callable[[], float]) -> None:
         """Time the functions compiled on first need (the redrawing and checking chunks, the

@@ -2,7 +2,7 @@
 their average (:mod:`advi.stationarity`).
 
 The run is cut into chunks of ``eval_elbo`` iterations; each chunk returns the moments of
-its iterates (:class:`advi.compiled.ChunkMoments`). The window is the second half of the
+its iterates (:class:`advi.chunk.ChunkMoments`). The window is the second half of the
 chunks run so far (the first half is the transient), or all of them when the run starts from
 an accepted Laplace start with its Hessian (q already at the mode with the curvature's
 scales: no transient to discard; where the mean-field optimum is elsewhere, split R-hat sees
@@ -32,7 +32,7 @@ import jax
 import numpy as np
 from jax import Array
 
-from .compiled import ChunkMoments
+from .chunk import ChunkMoments
 from .driver import RestartPolicy, Row, Verdict
 from .stationarity import (
     RHAT_SPLITS,

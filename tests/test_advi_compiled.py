@@ -11,6 +11,7 @@ import numpyro.distributions as dist
 import pytest
 
 import advi
+from advi.chunk import ChunkMoments, with_elbo
 from advi.compiled import (
     NO_REDRAWS,
     REDRAWS,
@@ -20,6 +21,7 @@ from advi.compiled import (
     CompileSpec,
 )
 from advi.elbo_batches import ELBO_VMAP_BYTES, dividing_batch, elbo_batch
+from advi.families import host_standard_normal
 from advi.step_size import get_optimizer
 
 KEY = jax.random.PRNGKey(0)
@@ -51,6 +53,35 @@ def test_the_chunk_elbo_is_the_elbo_at_the_average_on_the_same_draws_every_chunk
     assert abs(float(first.elbo) - exact) < 3 * mc_sd
     other_keys, _, _ = compiled.setup(jax.random.PRNGKey(1), 0)
     assert float(compiled.run(state, 0.0, other_keys[1], 0, 20)[1].elbo) != float(first.elbo)
+
+
+def test_the_chunk_elbo_averages_log_p_over_its_finite_draws_as_redraws_would():
+    """The host's ELBO of a chunk: q's entropy (what the chunk returns) plus the mean log p
+    of the draws where it is finite; -inf where it is finite at none, and the flag that
+    switches the fit to value-checked steps whenever one is not."""
+    draws = np.array([[0.0], [1.0], [3.0]], np.float32)
+    chunk_out = ChunkMoments(None, np.zeros(2), np.zeros(2), np.float32(2.0), draws)
+
+    def log_p(zeta):
+        return np.float32(-np.inf) if zeta[0] == 1.0 else np.float32(-zeta[0])
+
+    moments, finite = with_elbo(log_p, chunk_out)
+    assert float(moments.elbo) == (0.0 - 3.0) / 2 + 2.0 and not finite
+    assert moments.draws is None
+    moments, finite = with_elbo(lambda zeta: np.float32(-zeta[0]), chunk_out)
+    assert float(moments.elbo) == -4.0 / 3 + 2.0 and finite
+    moments, finite = with_elbo(lambda zeta: np.float32(np.nan), chunk_out)
+    assert float(moments.elbo) == -np.inf and not finite
+
+
+def test_host_draws_are_standard_normal_and_the_same_for_one_key_and_salt():
+    eps = host_standard_normal(KEY, (400, 50), np.float32)
+    assert eps.shape == (400, 50) and eps.dtype == np.float32
+    np.testing.assert_array_equal(eps, host_standard_normal(KEY, (400, 50), np.float32))
+    assert abs(eps.mean()) < 4 / np.sqrt(eps.size) and abs(eps.std() - 1) < 0.02
+    for other in ((jax.random.PRNGKey(1), 0), (KEY, 1)):
+        assert not np.array_equal(eps, host_standard_normal(other[0], (400, 50), np.float32,
+                                                            other[1]))
 
 
 def test_steps_check_values_only_once_a_non_finite_log_density_was_met():

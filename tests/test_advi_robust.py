@@ -49,9 +49,9 @@ def test_robust_recovers_ill_conditioned_posterior_means_where_stan_does_not():
     assert errors["stan"] > 1.0
     # the optimum's scales are 1 / sqrt(Lambda_kk); constant-step noise biases the average
     # of omega low (by about the variance of its iterates), and the window's average keeps
-    # some of the iterates' noise: over seeds 0-7 the ratios run 0.88-1.06
+    # some of the iterates' noise: over seeds 0-23 the ratios run 0.82-1.13
     ratio = np.exp(np.asarray(result.params.omega)) / meanfield_sd
-    assert np.all((ratio > 0.75) & (ratio < 1.1))
+    assert np.all((ratio > 0.75) & (ratio < 1.2))
     # stopped by its own rule: the iterates' R-hat, or the ELBO settled across the window
     assert result.converged and result.convergence_reason in ("rhat", "elbo settled")
     assert result.start.startswith("laplace")
@@ -171,11 +171,11 @@ def test_a_robust_fit_compiles_its_own_functions_and_no_eager_op():
             result = advi.fit(model, x, x @ np.ones(dim, np.float32) + noise[:, 0],
                               rng_key=KEY, preset="robust", khat_samples=0)
         assert result.start.startswith("laplace")
-    # the start, the chunk, the Laplace start's value and gradient, and the draws of the
-    # end-of-fit gradient check, which evaluates them by the Laplace start's compiled value
-    # and gradient (advi.checks): the log density is compiled once; -H is formed by
-    # differences of that gradient (2K calls of a few hundred operations each), so no
-    # Hessian is compiled
+    # the fresh state, the chunk, the Laplace start's value and gradient, and the draws of
+    # the end-of-fit gradient check, which evaluates them by the Laplace start's compiled
+    # value and gradient (advi.checks), as the host evaluates each chunk's ELBO: the log
+    # density is compiled once; -H is formed by differences of that gradient (2K calls of
+    # a few hundred operations each), so no Hessian is compiled
     assert sorted(compiled) == ["begin", "chunk", "gradient_check_draws", "initialise",
                                 "log_density"]
 
@@ -345,7 +345,7 @@ def test_a_run_that_ends_mid_drift_returns_the_average_of_its_last_chunks():
     chunk of 50 iterations (the window: the second half of 32 chunks): the average of the
     chunks :func:`advi.stationarity.averaging_chunks` picks, which lags the iterates' end
     by a fraction of the whole window's lag; a stationary run's is the whole window's."""
-    from advi.compiled import ChunkMoments
+    from advi.chunk import ChunkMoments
     from advi.robust import StationarityRule
     from advi.stationarity import averaging_chunks
 
@@ -379,7 +379,7 @@ def test_a_run_that_ends_mid_drift_returns_the_average_of_its_last_chunks():
 def test_the_rules_rhat_from_running_sums_is_split_rhat_over_the_window(burn_in):
     """The rule keeps running sums (and drops chunks no later window reaches): each
     chunk's R-hat statistic equals split R-hat over the window's own chunks, recomputed."""
-    from advi.compiled import ChunkMoments
+    from advi.chunk import ChunkMoments
     from advi.robust import StationarityRule
     from advi.stationarity import split_rhat, stationary, window_chunks
 

@@ -1,0 +1,113 @@
+"""The chunk of ADVI iterations that :mod:`advi.compiled` compiles once per configuration:
+any number of steps at any eta, and, for the robust stop (:mod:`advi.robust`), the moments
+of its iterates and the draws of q at their average whose log density the host evaluates
+(:meth:`advi.compiled.CompiledADVI.run`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from .algorithm import Algorithm
+from .families import Family
+from .loops import loop_data
+from .step import ADVIState
+
+TRACE_SALT = 0xFFFFFFFF
+"""Folded into the run's key for the draws of a chunk's end check without moments (the
+steps' salts are small); with moments, seeds their eps on the host with that key."""
+
+
+class ChunkMoments(NamedTuple):
+    """Moments of the iterates over one chunk (sums over its iterations).
+
+    Attributes:
+        params: pytree like the parameters, the sum of the iterates.
+        stat: (2K,) sum of the monitored quantities (mu, log of q's standard deviations).
+        stat_sq: (2K,) sum of their squares.
+        elbo: () the ELBO at the average of the chunk's iterates (nats), from draws of q
+            there that are the same for every chunk (``draws``): the mean log p of those
+            where it is finite (as redrawing the others would estimate) plus q's entropy;
+            -inf where it is finite at none. The chunk returns the entropy alone;
+            :meth:`advi.compiled.CompiledADVI.run` adds the mean log p.
+        draws: (S, K) those draws (zeta) as the chunk returns them, None after the run.
+    """
+
+    params: Any
+    stat: Array
+    stat_sq: Array
+    elbo: Array | np.ndarray
+    draws: Array | None = None
+
+
+def _monitored(family: Family, params: Any) -> Array:
+    return jnp.concatenate([params.mu, jnp.log(family.std(params))])
+
+
+def make_chunk(alg: Algorithm, family: Family, probe: Callable | None, moments: bool,
+               hold: bool) -> Callable:
+    """The chunk of ``num_steps`` iterations, ``(state, eta, key, salt, num_steps, data[,
+    trace_eps]) -> out``; iteration k draws from ``fold_in(fold_in(key, salt), k)``.
+
+    Without ``moments``, ``out`` is ``(state, values_finite)``: the log density was finite
+    at every one of ``probe``'s draws from the final q (``probe`` is ``elbo(params, key,
+    salt, data)`` of :func:`advi.elbo_batches.make_elbo`, at the draws of
+    :data:`TRACE_SALT`). With ``moments`` (``probe`` None), ``out`` is ``(state,
+    ChunkMoments)`` whose ``draws`` are ``T(average, trace_eps)``, ``trace_eps`` (S, K)
+    standard normals: the host evaluates their log density by the compiled value and
+    gradient, so the chunk holds no second copy of the model (a third of its compilation
+    on the suite's small models: benchmarks/README.md).
+
+    The loop ends at a refused step (``failed``); a ``jax.lax.cond`` per step was slower.
+    The steps read the data by :func:`advi.loops.loop_data` (``hold``: False for steps
+    with a redraw loop)."""
+    def chunk(state: ADVIState, eta: Array, key: Array, salt: Array, num_steps: Array,
+              data: Any, trace_eps: Array | None = None) -> Any:
+        run_key, (held, read) = jax.random.fold_in(key, salt), loop_data(data, hold)
+
+        def going(carry: tuple) -> Array:
+            return (carry[0] < num_steps) & ~carry[1].failed
+
+        def body(carry: tuple[Array, ADVIState, list, ChunkMoments | None]) -> Any:
+            k, s, h, m = carry
+            d, h = read(h)
+            new = alg.step(s, jax.random.fold_in(run_key, s.iteration), eta, d)[0]
+            if m is None:
+                return k + 1, new, h, m
+            stat = _monitored(family, new.params)
+            return k + 1, new, h, m._replace(params=jax.tree.map(jnp.add, m.params, new.params),
+                                             stat=m.stat + stat, stat_sq=m.stat_sq + stat**2)
+
+        k = jnp.zeros((), jnp.int32)
+        if not moments:
+            assert probe is not None
+            state = jax.lax.while_loop(going, body, (k, state, held, None))[1]
+            return state, probe(state.params, key, np.uint32(TRACE_SALT), data).redraws == 0
+        mu = state.params.mu
+        zeros = jnp.zeros(2 * mu.shape[-1], mu.dtype)
+        start = ChunkMoments(jax.tree.map(jnp.zeros_like, state.params), zeros, zeros,
+                             jnp.zeros((), zeros.dtype))
+        k, state, _, m = jax.lax.while_loop(going, body, (k, state, held, start))
+        average = jax.tree.map(lambda x: x / jnp.maximum(k, 1).astype(x.dtype), m.params)
+        return state, m._replace(elbo=family.entropy(average),
+                                 draws=family.transform(average, trace_eps))
+
+    return chunk
+
+
+def with_elbo(log_p: Callable[[np.ndarray], Any], m: ChunkMoments
+              ) -> tuple[ChunkMoments, bool]:
+    """``m`` (as a moments chunk returns it) with its ELBO (:class:`ChunkMoments`), and
+    whether log p was finite at every draw. ``log_p(zeta (K,)) -> ()`` runs on the host, one
+    draw at a time (a compiled function: the fit's value and gradient)."""
+    draws, entropy = jax.device_get((m.draws, m.elbo))
+    values = np.asarray(jax.device_get([log_p(zeta) for zeta in draws]), np.float64)
+    finite = np.isfinite(values)
+    elbo = float(np.mean(values[finite])) + float(entropy) if finite.any() else -math.inf
+    return m._replace(elbo=np.asarray(elbo), draws=None), bool(finite.all())
