@@ -46,7 +46,7 @@ from jax import Array
 
 from .algorithm import algorithm
 from .aot import Lazy, aot
-from .checks import check_draws_fn, scaled_gradients
+from .checks import CHECK_SALT, check_draws_fn, scaled_gradients
 from .chunk import TRACE_SALT, make_chunk, with_elbo
 from .curvature import cheaper_precision
 from .elbo_batches import elbo_compiler, make_elbo
@@ -334,11 +334,12 @@ class CompiledADVI:
         """Seconds those compilations took on that clock (0 for those not compiled)."""
         return sum(lazy.seconds for lazy in self._lazies)
 
-    def gradient_check(self, params: Any, rng_key: Array) -> Any:
-        """:func:`advi.checks.scaled_gradients` at ``params``, by the Laplace start's value
-        and gradient (without that start, compiled on the first call and kept)."""
+    def gradient_check(self, params: Any, rng_key: Array, salt: int = CHECK_SALT) -> Any:
+        """:func:`advi.checks.scaled_gradients` at ``params`` (its draws seeded by
+        ``rng_key`` and ``salt``), by the Laplace start's value and gradient (without that
+        start, compiled on the first call and kept)."""
         return scaled_gradients(self._done.value_and_grad, self._done.check_draws, params,
-                                rng_key, (rng_key, self.target.data))
+                                rng_key, (rng_key, self.target.data), salt)
 
     def elbo(self, params: Any, key: Array, salt: int, trial: bool = False
              ) -> tuple[float, np.ndarray]:

@@ -12,6 +12,7 @@ import pytest
 
 import advi
 from advi import checks
+from advi.families import host_standard_normal
 from advi.robust import TRAVEL_NOTE
 
 
@@ -198,3 +199,40 @@ def test_fell_back_note_warns_where_the_log_weights_tail_is_heavy():
     assert note is not None and note.startswith(FELL_BACK_NOTE)
     assert f"> {FELL_BACK_KHAT}" in note and "meanfield Gaussian" in note
     assert fell_back_note(np.zeros(200) + rng.normal(0, 1e-3, 200), "x", "meanfield") is None
+
+
+def test_a_fit_from_a_fallen_back_start_judges_k_hat_on_more_draws():
+    """After a refused start the k-hat check reads FELL_BACK_DRAWS draws of q (the gradient
+    check's and more, each batch on its own draws): log weights 5 eps (log p rising by 5
+    nats per q sd across q, which sits far from p's mass; k-hat 1.9 over the 1,000) warn;
+    the gradient check alone runs once where the start was accepted."""
+    from advi.checks import CHECK_SALT, FELL_BACK_DRAWS, FELL_BACK_NOTE, GRAD_DRAWS
+
+    class Fake:
+        params = advi.MeanFieldParams(jnp.zeros(1), jnp.zeros(1))
+        num_iterations = 100
+        convergence_reason = "rhat"
+        khat_log_weights = None
+        approximation = type("A", (), {"family": advi.MEANFIELD})()
+
+    salts = []
+
+    def gradient_check(params, key, salt=CHECK_SALT):
+        salts.append(salt)
+        draws = host_standard_normal(key, (GRAD_DRAWS,), np.float64, salt)
+        moments = (np.zeros(1), np.ones(1), GRAD_DRAWS)
+        return moments, moments, 5.0 * draws
+
+    compiled = type("C", (), {})()
+    compiled.target = advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 1)
+    compiled.gradient_check = gradient_check
+    for fell_back in ("init=random (no usable mode after 9 L-BFGS steps)", None):
+        salts.clear()
+        notes = checks.end_of_fit_warnings(Fake(), compiled, None, fell_back,
+                                           jax.random.PRNGKey(0))
+        if fell_back is None:
+            assert salts == [CHECK_SALT] and not notes
+        else:
+            assert salts == [CHECK_SALT + i for i in range(FELL_BACK_DRAWS // GRAD_DRAWS)]
+            assert any(n.startswith(FELL_BACK_NOTE) and f"over {FELL_BACK_DRAWS} draws" in n
+                       for n in notes), notes
