@@ -159,9 +159,9 @@ def check_draws_fn(family: Family) -> Callable:
     """``draws(params, eps) -> (zeta, std, log_q)``: ``zeta = T(params, eps)`` (S, K) for
     standard normal ``eps`` (S, K), q's marginal standard deviations (K,) and ``log
     q(zeta)`` (S,), in the parameters' dtype. Plain ``jax.jit`` with no log density or
-    random generator inside, so that it compiles in hundredths of a second;
-    :class:`advi.compiled.CompiledADVI` keeps it with the configuration's other
-    functions."""
+    random generator inside (the normal generator was most of its compilation:
+    benchmarks/README.md); :class:`advi.compiled.CompiledADVI` keeps it with the
+    configuration's other functions."""
 
     @jax.jit
     def gradient_check_draws(params: Any, eps: Array) -> tuple[Array, Array, Array]:
