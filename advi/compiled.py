@@ -206,6 +206,14 @@ def _chunk_fn(target: Target, o: CompileSpec, optimizer: Any, with_elbo: bool,
     return make_chunk(alg, o.family, probe, o.moments, hold=not redraw)
 
 
+def _ran(chunk: Callable, args: tuple) -> tuple[ADVIState, bool, Any]:
+    """``chunk(*args)``: its state (on the device), whether a step failed, and its end (the
+    finite flag, or ChunkMoments) on the host, in one wait for the device."""
+    state, end = chunk(*args)
+    failed, end = jax.device_get((state.failed, end))
+    return state, bool(failed), end
+
+
 class CompiledADVI:
     """The compiled setup, chunk and ELBO functions of one target and :class:`CompileSpec`,
     compiled on construction (:func:`_compile_all`, in the caller's JAX context) or taken
@@ -285,21 +293,22 @@ class CompiledADVI:
                 np.asarray(num_steps, np.int32), self.target.data, *self._trace_eps(key))
         done, level = self._done, self.level
         chunks = (done.chunk, done.redraw_chunk, done.checked_chunk)
-        out = chunks[level](*args)
-        if level == NO_REDRAWS and bool(jax.device_get(out[0].failed)):
+        new, failed, end = _ran(chunks[level], args)
+        if level == NO_REDRAWS and failed:
             level = REDRAWS
             if not trial:
                 self.level = level
                 logger.info("non-finite gradient by iteration %d; from now on non-finite "
                             "draws are redrawn", int(state.iteration) + int(num_steps))
-            out = chunks[level](*args)
-        out, finite = self._finished(out, key)
+            new, _, end = _ran(chunks[level], args)
+        out, finite = self._finished(new, end, key)
         if level == VALUES_CHECKED or trial or finite:
             return out
         self.level = VALUES_CHECKED
         logger.info("non-finite log density at iteration %d's draws; from now on every "
                     "draw's value is checked", int(state.iteration) + int(num_steps))
-        return self._finished(chunks[VALUES_CHECKED](*args), key)[0]
+        new, _, end = _ran(chunks[VALUES_CHECKED], args)
+        return self._finished(new, end, key)[0]
 
     def _trace_eps(self, key: Array) -> tuple[np.ndarray, ...]:
         """With moments, (the chunks' end draws' eps (TRACE_ELBO_SAMPLES, K),) from ``key``
@@ -313,15 +322,16 @@ class CompiledADVI:
                                                     self.dtype, TRACE_SALT))
         return (self._eps[1],)
 
-    def _finished(self, out: tuple, key: Array) -> tuple[Any, bool]:
-        """(the state, or (state, ChunkMoments) with the ELBO by :func:`advi.chunk.with_elbo`:
+    def _finished(self, state: ADVIState, end: Any, key: Array) -> tuple[Any, bool]:
+        """From a chunk's state and its end (on the host: the finite flag, or ChunkMoments):
+        (the state, or (state, ChunkMoments) with the ELBO by :func:`advi.chunk.with_elbo`:
         log p by the compiled value and gradient keyed by ``key``, a minibatch the same for
         every chunk), and whether log p was finite at the chunk's end draws."""
         if not self.options.moments:
-            return jax.block_until_ready(out[0]), bool(jax.device_get(out[1]))
-        state, keyed = out[0], (key, self.target.data)
-        moments, finite = with_elbo(lambda z: self._done.value_and_grad(z, keyed)[0], out[1])
-        return (jax.block_until_ready(state), moments), finite
+            return state, bool(end)
+        keyed = (key, self.target.data)
+        moments, finite = with_elbo(lambda z: self._done.value_and_grad(z, keyed)[0], end)
+        return (state, moments), finite
 
     def use_clock(self, clock: Callable[[], float]) -> None:
         """Time the functions compiled on first need (the redrawing and checking chunks, the
