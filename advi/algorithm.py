@@ -50,7 +50,9 @@ class Algorithm(NamedTuple):
             of paper Algorithm 1 (the M-draw gradient of Eqs. 5-6, the optimiser's
             direction, a step of scale eta, a float or () array) on ``data``, the target's
             arrays (``target.data``; ``()`` for :func:`advi.from_log_density`). A refused
-            step (``info.ok`` False) returns the old state with ``failed`` set.
+            step (``info.ok`` False) returns the old state with ``failed`` set. An
+            optional fifth argument ``eps`` ((M, K) standard normals) gives the step's
+            draws; without it they are drawn from ``rng_key``.
         sample: ``sample(params, rng_key, num_samples) -> (num_samples, K)`` draws from q
             in zeta-space (``state.params`` or ``result.params``).
     """
@@ -114,12 +116,12 @@ def algorithm(
                 params = fam.init(rng_key, bare.dim, init)
             return fresh_state(params, opt, jnp.zeros((), jnp.int32))
 
-    def step_fn(state: ADVIState, rng_key: Array, eta: float | Array, data: Any
-                ) -> tuple[ADVIState, StepInfo]:
+    def step_fn(state: ADVIState, rng_key: Array, eta: float | Array, data: Any,
+                eps: Array | None = None) -> tuple[ADVIState, StepInfo]:
         with matmul_scope():
             return step(bare._replace(data=data), state, rng_key, eta, family=fam,
                         optimizer=opt, grad_samples=draws, precondition=precondition,
-                        with_elbo=with_elbo, redraw=redraw)
+                        with_elbo=with_elbo, redraw=redraw, eps=eps)
 
     def sample_fn(params: Any, rng_key: Array, num_samples: int) -> Array:
         with matmul_scope():

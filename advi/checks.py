@@ -72,6 +72,13 @@ warns. The robust preset's iterate average ends well inside it, and a last itera
 Stan preset that ends more than one sd off is caught (measurements: benchmarks/README.md,
 "Measurements behind the library's defaults")."""
 
+NARROW_FLOOR = 0.04
+"""Smallest ``c_k = (sd_k / sd_k*)**2`` by which the gradient check divides (mean-field):
+q's mean is judged in the optimum's sds, ``sd_k * dELBO/dmu_k / sqrt(c_k)``, with ``c_k =
+1 - dELBO/domega_k`` from the same draws (on a Gaussian posterior, Stein's identity gives
+``E_q[sd_k * d log p/d zeta_k * eps_k] = -c_k``), so that a q too narrow does not hide its
+offset; the floor bounds the factor to 5."""
+
 SCALE_SHIFT = 3.0
 """Smallest ``|dELBO/domega_k|`` (omega = log sd of a mean-field q) that warns: on a
 Gaussian posterior it is ``1 - (sd_k / sd_k*)**2`` with ``sd_k*`` the family's optimum, so
@@ -234,16 +241,34 @@ def _gradient_note(location: tuple[np.ndarray, ...], spread: tuple[np.ndarray, .
     if n < 2:
         return (f"the log density's gradient is not finite at {GRAD_DRAWS - int(n)} of "
                 f"{GRAD_DRAWS} draws of the fitted q: q is far from the posterior")
-    flags = gradient_flags(mean, se)
+    factor = optimum_factor(params, spread)
+    flags = gradient_flags(mean * factor, se * factor)
     if not flags.any():
         return _scale_note(params, *spread)
-    worst = int(np.argmax(np.where(flags, np.abs(mean), -np.inf)))
+    worst = int(np.argmax(np.where(flags, np.abs(mean * factor), -np.inf)))
     return (f"the ELBO's gradient at the fitted mean is far from zero in {int(flags.sum())} "
             f"of {mean.size} coordinates: at coordinate {worst}, sd * dELBO/dmu = "
-            f"{mean[worst]:.3g} (about that many q standard deviations from the optimum), "
+            f"{mean[worst]:.3g} (about {mean[worst] * factor[worst]:.3g} of the optimum's "
+            "standard deviations from it), "
             f"{abs(mean[worst]) / se[worst] if se[worst] > 0 else math.inf:.3g} times its "
             f"Monte Carlo standard error over {int(n)} draws: the fit stopped before the "
             "optimum")
+
+
+def optimum_factor(params: Any, spread: tuple[np.ndarray, ...]) -> np.ndarray:
+    """(K,) float64: ``1 / sqrt(c_k)`` by which ``sd_k * dELBO/dmu_k`` becomes a distance in
+    the optimum's sds (:data:`NARROW_FLOOR`), ``c_k = 1 - dELBO/domega_k`` (``spread``'s
+    mean) clipped to [NARROW_FLOOR, 1]. Ones for a full-rank q, and where ``c_k`` is not
+    positive (log p not concave along k over q's draws: no Gaussian optimum to measure by)
+    or not finite; a q wider than the optimum keeps q's own sds, the stricter unit."""
+    mean, _, n = spread
+    ones = np.ones(np.shape(mean), np.float64)
+    if not hasattr(params, "omega") or n < 2:
+        return ones
+    c = 1.0 - np.asarray(mean, np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(c) & (c > 0),
+                        1.0 / np.sqrt(np.clip(c, NARROW_FLOOR, 1.0)), ones)
 
 
 def _scale_note(params: Any, mean: np.ndarray, se: np.ndarray, n: np.ndarray) -> str | None:

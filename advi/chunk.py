@@ -15,13 +15,36 @@ import numpy as np
 from jax import Array
 
 from .algorithm import Algorithm
-from .families import Family
+from .families import Family, host_standard_normal
 from .loops import loop_data
 from .step import ADVIState
 
 TRACE_SALT = 0xFFFFFFFF
 """Folded into the run's key for the draws of a chunk's end check without moments (the
 steps' salts are small); with moments, seeds their eps on the host with that key."""
+
+
+STEP_SALT = 0xFFFFFFFE
+"""The first salt word of the steps' draws (:func:`step_eps`), apart from the end draws'
+:data:`TRACE_SALT` and the gradient check's."""
+
+
+def step_eps(key: Array, salt: int, iteration: int, shape: tuple[int, int, int], dtype: Any
+             ) -> np.ndarray:
+    """The draws of a moments chunk's steps from ``iteration`` on: ``shape`` (L, M, K)
+    standard normals, row k for iteration ``iteration + k``, drawn on the host
+    (:func:`advi.families.host_standard_normal`). Iteration i's row is row ``i % L`` of
+    block ``i // L``, seeded by the run's ``key``, its ``salt`` and the block's index: the
+    same draws for an iteration however the run is cut into chunks."""
+    size = shape[0]
+    first, offset = divmod(iteration, size)
+
+    def block(index: int) -> np.ndarray:
+        return host_standard_normal(key, shape, dtype, (STEP_SALT, salt, index))
+
+    if not offset:
+        return block(first)
+    return np.concatenate([block(first)[offset:], block(first + 1)[:offset]])
 
 
 class ChunkMoments(NamedTuple):
@@ -53,7 +76,8 @@ def _monitored(family: Family, params: Any) -> Array:
 def make_chunk(alg: Algorithm, family: Family, probe: Callable | None, moments: bool,
                hold: bool) -> Callable:
     """The chunk of ``num_steps`` iterations, ``(state, eta, key, salt, num_steps, data[,
-    trace_eps]) -> out``; iteration k draws from ``fold_in(fold_in(key, salt), k)``.
+    trace_eps, step_eps]) -> out``; iteration k's minibatches and redraws come from
+    ``fold_in(fold_in(key, salt), k)``, and so do its draws without ``moments``.
 
     Without ``moments``, ``out`` is ``(state, values_finite)``: the log density was finite
     at every one of ``probe``'s draws from the final q (``probe`` is ``elbo(params, key,
@@ -62,13 +86,17 @@ def make_chunk(alg: Algorithm, family: Family, probe: Callable | None, moments: 
     ChunkMoments)`` whose ``draws`` are ``T(average, trace_eps)``, ``trace_eps`` (S, K)
     standard normals: the host evaluates their log density by the compiled value and
     gradient, so the chunk holds no second copy of the model (a third of its compilation
-    on the suite's small models: benchmarks/README.md).
+    on the suite's small models: benchmarks/README.md). Its steps' draws are ``step_eps``
+    (L, M, K), L >= ``num_steps``, the k-th step's row k, drawn on the host
+    (:meth:`advi.compiled.CompiledADVI.run`): a generator in the loop was a third of the
+    chunk's compilation (benchmarks/README.md).
 
     The loop ends at a refused step (``failed``); a ``jax.lax.cond`` per step was slower.
     The steps read the data by :func:`advi.loops.loop_data` (``hold``: False for steps
     with a redraw loop)."""
     def chunk(state: ADVIState, eta: Array, key: Array, salt: Array, num_steps: Array,
-              data: Any, trace_eps: Array | None = None) -> Any:
+              data: Any, trace_eps: Array | None = None, step_eps: Array | None = None
+              ) -> Any:
         run_key, (held, read) = jax.random.fold_in(key, salt), loop_data(data, hold)
 
         def going(carry: tuple) -> Array:
@@ -77,7 +105,8 @@ def make_chunk(alg: Algorithm, family: Family, probe: Callable | None, moments: 
         def body(carry: tuple[Array, ADVIState, list, ChunkMoments | None]) -> Any:
             k, s, h, m = carry
             d, h = read(h)
-            new = alg.step(s, jax.random.fold_in(run_key, s.iteration), eta, d)[0]
+            eps = None if step_eps is None else step_eps[k]
+            new = alg.step(s, jax.random.fold_in(run_key, s.iteration), eta, d, eps)[0]
             if m is None:
                 return k + 1, new, h, m
             stat = _monitored(family, new.params)

@@ -1,23 +1,26 @@
 """The compiled functions of one :func:`advi.fit` configuration, and their reuse.
 
-Every function is a plain ``jax.jit`` function, compiled ahead of time through JAX's public
-AOT API (``jax.jit(f).lower(*args).compile()``, XLA's default options) on the caller's
-thread, so that :func:`advi.fit` can time the compilation (``compile_s``) apart from the
+Every function but ``init`` is a plain ``jax.jit`` function, compiled ahead of time through
+JAX's public AOT API (``jax.jit(f).lower(*args).compile()``, XLA's default options) on the
+caller's thread, so that :func:`advi.fit` can time the compilation (``compile_s``) apart from the
 fit. :meth:`CompiledADVI.setup` (the initial q and the Laplace start) then runs on the host:
 
-- ``init(rng_key) -> (keys, params, batch_key, seed)``: the key split by purpose, the
-  initial parameters and the extra Laplace starts' seed; ``begin(params) -> state``: a
-  fresh state there;
+- ``init(rng_key) -> (keys, params, batch_key, seed)``, on the host with NumPy (nothing to
+  compile): raw keys by purpose, the initial parameters and the extra Laplace starts'
+  seed; ``begin(params) -> state``: a fresh state there;
 - with the Laplace start, the log density's value and gradient, and -H by differences of it
   or by the exact Hessian compiled on first call (:func:`advi.curvature.cheaper_precision`);
-- ``chunk(state, eta, key, salt, num_steps, data[, trace_eps])`` (:func:`advi.chunk.
-  make_chunk`): any number of iterations at any eta, so the eta search, the main loop and
-  restarts share one compilation; iteration k draws from ``fold_in(fold_in(key, salt),
-  k)``, whatever the chunks. Its steps compute the gradient only and redraw nothing until
-  a draw's gradient is not finite (:meth:`CompiledADVI.run`). With ``moments=True`` it
-  also returns the chunk's moments of the iterates (:mod:`advi.stationarity`) and
-  :data:`TRACE_ELBO_SAMPLES` draws of q at their average, the same eps for every chunk,
-  whose log p the host evaluates by the compiled value and gradient (the ELBO there);
+- ``chunk(state, eta, key, salt, num_steps, data[, trace_eps, step_eps])``
+  (:func:`advi.chunk.make_chunk`): any number of iterations at any eta, so the eta search,
+  the main loop and restarts share one compilation; iteration k draws from
+  ``fold_in(fold_in(key, salt), k)``, whatever the chunks. Its steps compute the gradient
+  only and redraw nothing until a draw's gradient is not finite (:meth:`CompiledADVI.run`).
+  With ``moments=True`` (up to ``chunk_len`` iterations) it also returns the chunk's
+  moments of the iterates (:mod:`advi.stationarity`) and :data:`TRACE_ELBO_SAMPLES` draws
+  of q at their average, the same eps for every chunk, whose log p the host evaluates by
+  the compiled value and gradient (the ELBO there); its steps' eps are drawn on the host
+  too (:func:`advi.chunk.step_eps`, the same for an iteration however the run is cut), so
+  its program holds no random generator;
 - ``elbo(params, key, salt, data)``: Stan's ``elbo_samples``-draw ELBO and log weights;
   with the stationarity stop (the robust preset), whose loop needs no ELBO, it is compiled
   on first use only (Pareto k-hat's log weights, when asked for), not with the others.
@@ -47,7 +50,7 @@ from jax import Array
 from .algorithm import algorithm
 from .aot import Lazy, aot
 from .checks import CHECK_SALT, check_draws_fn, scaled_gradients
-from .chunk import TRACE_SALT, make_chunk, with_elbo
+from .chunk import TRACE_SALT, make_chunk, step_eps, with_elbo
 from .curvature import cheaper_precision
 from .elbo_batches import elbo_compiler, make_elbo
 from .families import Family, host_standard_normal
@@ -99,14 +102,18 @@ class StartInfo(NamedTuple):
     condition: float = math.nan
 
 
-def _make_init(target: Target, family: Family, init: str) -> Callable:
-    def initialise(rng_key: Array) -> tuple[tuple[Array, ...], Any, Array, Array]:
-        keys = jax.random.split(rng_key, 4)
-        params = family.init(keys[0], target.dim, init)
-        batch_key = jax.random.fold_in(keys[0], 1)
-        # seeds the extra Laplace starts' inits on the host
-        seed = jax.random.key_data(batch_key).ravel()[-1]
-        return (keys[1], keys[2], keys[3]), params, batch_key, seed
+def _host_init(family: Family, dim: int, init: str, dtype: Any) -> Callable:
+    """``initialise(rng_key) -> (keys, params, batch_key, seed)`` on the host: NumPy's
+    generator seeded by the key's bits draws the purposes' raw keys (adapt, run, elbo),
+    the initial parameters (``family.init`` with that generator, cast to ``dtype``), the
+    minibatch key and the extra Laplace starts' seed; no program to compile (a compiled
+    split and draw took 0.16-0.27 s of a cold fit: benchmarks/README.md)."""
+    def initialise(rng_key: Array | np.ndarray) -> tuple[tuple[np.ndarray, ...], Any,
+                                                         np.ndarray, int]:
+        rng = np.random.default_rng(np.asarray(jax.device_get(rng_key)).ravel().tolist())
+        keys = rng.integers(0, 2**32, size=(4, 2), dtype=np.uint32)
+        params = jax.tree.map(lambda x: np.asarray(x, dtype), family.init(rng, dim, init))
+        return (keys[0], keys[1], keys[2]), params, keys[3], int(keys[3, -1])
 
     return initialise
 
@@ -140,6 +147,7 @@ class CompileSpec(NamedTuple):
     laplace: bool
     precondition: bool
     moments: bool
+    chunk_len: int = 0  # with moments: the steps a chunk takes draws for (advi.chunk)
 
 
 class _Compiled(NamedTuple):
@@ -168,8 +176,9 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
     """
     data = target.data
     target = target._replace(data=None, log_density_fn=jax.jit(target.log_density_fn))
-    initialise, key = jax.jit(_make_init(target, o.family, o.init)), jax.random.PRNGKey(0)
-    _, params, batch_key, _ = jax.eval_shape(initialise, key)
+    initialise = _host_init(o.family, target.dim, o.init, dtype)
+    key = jax.ShapeDtypeStruct((2,), np.uint32)  # a raw key (advi.keys)
+    _, params, batch_key, _ = initialise(np.zeros(2, np.uint32))  # their shapes
     laplace, fns, keyed = None, _laplace_functions(target), (batch_key, data)
     if o.laplace:
         scalar = jax.ShapeDtypeStruct((), params.mu.dtype)
@@ -178,13 +187,15 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
             value_and_grad, cheaper_precision(value_and_grad, fns.precision, target.dim),
             None if fns.search is None else aot(fns.search, params.mu, scalar, np.int32(1),
                                                  scalar, keyed))
-    start = (aot(initialise, key), aot(jax.jit(_make_begin(optimizer)), params), laplace)
+    start = (initialise, aot(jax.jit(_make_begin(optimizer)), params), laplace)
     state, one = jax.eval_shape(_make_begin(optimizer), params), np.ones((), np.int32)
     fast, redrawing, checked = (
         jax.jit(_chunk_fn(target, o, optimizer, with_elbo, redraw))
         for with_elbo, redraw in ((False, False), (False, True), (True, True)))
-    trace_eps = (jax.ShapeDtypeStruct((TRACE_ELBO_SAMPLES, target.dim), dtype),) * o.moments
-    chunk = aot(fast, state, np.ones((), dtype), key, one, one, data, *trace_eps)
+    host_eps = (jax.ShapeDtypeStruct((TRACE_ELBO_SAMPLES, target.dim), dtype),
+                jax.ShapeDtypeStruct((o.chunk_len, o.grad_samples, target.dim), dtype)
+                ) * o.moments
+    chunk = aot(fast, state, np.ones((), dtype), key, one, one, data, *host_eps)
     elbo = Lazy(jax.jit(make_elbo(target, o.family, o.elbo_samples)),
                 elbo_compiler(target, o.family, o.elbo_samples))
     if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
@@ -289,8 +300,18 @@ class CompiledADVI:
         compiled on first need (:attr:`lazy_compile_s`). A ``trial`` (Stan's eta search)
         switches nothing: a trial eta that sends q where the log density overflows is
         rejected by its ELBO, as Stan's search does."""
+        if self.options.moments and trial:  # the eta search: the state, chunk by chunk
+            for begun in range(0, num_steps, self.options.chunk_len):
+                steps = min(self.options.chunk_len, num_steps - begun)
+                state = self._run(state, eta, key, salt, steps, trial)[0]
+            return state
+        return self._run(state, eta, key, salt, num_steps, trial)
+
+    def _run(self, state: ADVIState, eta: float, key: Array, salt: int, num_steps: int,
+             trial: bool) -> Any:
         args = (state, np.asarray(eta, self.dtype), key, np.asarray(salt, np.int32),
-                np.asarray(num_steps, np.int32), self.target.data, *self._trace_eps(key))
+                np.asarray(num_steps, np.int32), self.target.data,
+                *self._host_eps(key, salt, state, num_steps))
         done, level = self._done, self.level
         chunks = (done.chunk, done.redraw_chunk, done.checked_chunk)
         new, failed, end = _ran(chunks[level], args)
@@ -310,17 +331,25 @@ class CompiledADVI:
         new, _, end = _ran(chunks[VALUES_CHECKED], args)
         return self._finished(new, end, key)[0]
 
-    def _trace_eps(self, key: Array) -> tuple[np.ndarray, ...]:
-        """With moments, (the chunks' end draws' eps (TRACE_ELBO_SAMPLES, K),) from ``key``
-        (:func:`advi.families.host_standard_normal`: the same for every chunk so keyed, with
-        no threefry in the chunk's program), kept for the next chunk; without, ()."""
-        if not self.options.moments:
+    def _host_eps(self, key: Array, salt: int, state: ADVIState, num_steps: int
+                  ) -> tuple[np.ndarray, ...]:
+        """With moments, the chunk's draws made on the host (no generator in its program):
+        its end draws' eps (TRACE_ELBO_SAMPLES, K) from ``key``
+        (:func:`advi.families.host_standard_normal`: the same for every chunk so keyed, and
+        kept for the next chunk) and its steps' (:func:`advi.chunk.step_eps`); without, ()."""
+        o = self.options
+        if not o.moments:
             return ()
+        if num_steps > o.chunk_len:
+            raise ValueError(f"num_steps={num_steps}: a chunk with moments has draws for at "
+                             f"most chunk_len={o.chunk_len} steps")
         bits = np.asarray(jax.device_get(key)).tobytes()
         if self._eps is None or self._eps[0] != bits:
             self._eps = (bits, host_standard_normal(key, (TRACE_ELBO_SAMPLES, self.target.dim),
                                                     self.dtype, TRACE_SALT))
-        return (self._eps[1],)
+        shape = (o.chunk_len, o.grad_samples, self.target.dim)
+        iteration = int(jax.device_get(state.iteration))
+        return self._eps[1], step_eps(key, salt, iteration, shape, self.dtype)
 
     def _finished(self, state: ADVIState, end: Any, key: Array) -> tuple[Any, bool]:
         """From a chunk's state and its end (on the host: the finite flag, or ChunkMoments):

@@ -58,20 +58,31 @@ def _finite_draws(
     dtype: Any,
     grad_dim: int,
     check_value: bool = True,
+    eps: Array | None = None,
 ) -> _Draws:
-    """Draw eps (M, K) and evaluate, redrawing non-finite rows until none is left or the
-    redraw budget is spent. ``evaluate(eps, keys) -> (value (M,), grad (M, grad_dim))``,
-    cast to ``dtype``; a row is non-finite when its gradient has a non-finite entry or, with
-    ``check_value``, its value is not finite. With ``max_redraws`` 0 the draws are evaluated
-    once, outside any loop. The model is traced and compiled once, in the
-    loop's body: a first evaluation before the loop (a peeled first trip) would compile the
-    model twice, which costs a cold fit more than it saves per iteration (measurements:
-    benchmarks/README.md, "Measurements behind the library's defaults")."""
+    """Draw eps (M, K) (or take ``eps``, drawn by the caller) and evaluate, redrawing
+    non-finite rows from ``rng_key`` until none is left or the redraw budget is spent.
+    ``evaluate(eps, keys) -> (value (M,), grad (M, grad_dim))``, cast to ``dtype``; a row is
+    non-finite when its gradient has a non-finite entry or, with ``check_value``, its value
+    is not finite. With ``max_redraws`` 0 the draws are evaluated once, outside any loop.
+    The model is traced and compiled once, in the loop's body: a first evaluation before
+    the loop (a peeled first trip) would compile the model twice, which costs a cold fit
+    more than it saves per iteration (measurements: benchmarks/README.md, "Measurements
+    behind the library's defaults")."""
     num, _ = shape
+    given = eps
+
+    def draw(eps_key: Array, d: _Draws) -> Array:
+        if given is None:
+            return standard_normal(eps_key, shape, dtype)
+        if max_redraws == 0:  # no generator in the program
+            return given
+        # the given draws on the first trip (no redraw yet), new ones for the redraws
+        return jnp.where(d.redraws == 0, given, standard_normal(eps_key, shape, dtype))
 
     def body(d: _Draws) -> _Draws:
         key, eps_key, batch_key = jax.random.split(d.key, 3)
-        eps = jnp.where(d.bad[:, None], standard_normal(eps_key, shape, dtype), d.eps)
+        eps = jnp.where(d.bad[:, None], draw(eps_key, d), d.eps)
         value, grad = evaluate(eps, jax.random.split(batch_key, num))
         value, grad = value.astype(dtype), grad.astype(dtype)
         finite = jnp.all(jnp.isfinite(grad), axis=-1)
@@ -135,6 +146,7 @@ def elbo_grad(
     *,
     with_elbo: bool = True,
     redraw: bool = True,
+    eps: Array | None = None,
 ) -> GradientEstimate:
     """ELBO estimate and reparameterisation gradient from M = ``grad_samples`` draws.
 
@@ -151,6 +163,8 @@ def elbo_grad(
             none, ``ok`` is False where a draw is not finite, and the draws are evaluated
             without a loop (:func:`advi.fit` runs such steps while none fails, as a
             GPU evaluates a loop's condition on the host each time).
+        eps: (M, K) standard normal draws to use (:mod:`advi.chunk` takes them from the
+            host), or None: drawn from ``rng_key``. Redraws come from ``rng_key`` either way.
 
     Each draw gets its own minibatch key, so with minibatching the M draws see M
     independent minibatches (each scaled by N/B).
@@ -163,7 +177,7 @@ def elbo_grad(
 
     draws = _finite_draws(
         evaluate, rng_key, (grad_samples, dim), REDRAW_FACTOR * grad_samples if redraw else 0,
-        params.mu.dtype, grad_dim=dim, check_value=with_elbo,
+        params.mu.dtype, grad_dim=dim, check_value=with_elbo, eps=eps,
     )
     _, pullback = jax.vjp(lambda p: family.transform(p, draws.eps), params)
     (grad_lp,) = pullback(draws.grad / grad_samples)
@@ -181,6 +195,7 @@ def whitened_elbo_grad(
     *,
     with_elbo: bool = True,
     redraw: bool = True,
+    eps: Array | None = None,
 ) -> GradientEstimate:
     """The full-rank ELBO gradient in the coordinates whitened by q, "sticking the landing".
 
@@ -203,6 +218,7 @@ def whitened_elbo_grad(
         grad_samples: M >= 1.
         with_elbo: as in :func:`elbo_grad`.
         redraw: as in :func:`elbo_grad`.
+        eps: as in :func:`elbo_grad`.
 
     Returns:
         :class:`GradientEstimate` whose ``grad`` is ``FullRankParams(grad_a (K,),
@@ -217,7 +233,7 @@ def whitened_elbo_grad(
 
     draws = _finite_draws(
         evaluate, rng_key, (grad_samples, dim), REDRAW_FACTOR * grad_samples if redraw else 0,
-        params.mu.dtype, grad_dim=dim, check_value=with_elbo,
+        params.mu.dtype, grad_dim=dim, check_value=with_elbo, eps=eps,
     )
     w = draws.grad @ L + draws.eps
     grad = FullRankParams(jnp.mean(w, 0), jnp.tril(w.T @ draws.eps) / grad_samples)

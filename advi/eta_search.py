@@ -29,16 +29,19 @@ STAN_POLICY = RestartPolicy(smaller_eta, f"the smallest eta of {ETA_GRID}")
 """Stan's preset restarts at the next smaller eta of :data:`ETA_GRID` (Stan itself stops)."""
 
 
-def adapt_eta(runner: CompiledADVI, state0: ADVIState, key: Array, adapt_iter: int
-              ) -> float:
+def adapt_eta(runner: CompiledADVI, state0: ADVIState, key: Array, adapt_iter: int,
+              default: float | None = None) -> float:
     """Stan's eta search (``advi::adapt_eta``).
 
     Each eta of :data:`ETA_GRID` runs ``adapt_iter`` iterations from the initial q; the
     search stops at the first eta whose ELBO is worse than the best so far once that best
-    has improved on the initial ELBO, and keeps the best eta.
+    has improved on the initial ELBO, and keeps the best eta. Where none improves on it,
+    ``default`` is returned when given (a q started at the Laplace mode may already be as
+    good as ``adapt_iter`` iterations make it).
 
     Raises:
-        ADVIError: when the initial ELBO is not finite or no eta improves on it.
+        ADVIError: when the initial ELBO is not finite, or no eta improves on it and
+            ``default`` is None.
     """
     elbo_init, _ = runner.elbo(state0.params, key, 0, trial=True)
     if not math.isfinite(elbo_init):
@@ -59,6 +62,9 @@ def adapt_eta(runner: CompiledADVI, state0: ADVIState, key: Array, adapt_iter: i
             elbo_best, eta_best = elbo, eta
         elif elbo > elbo_init:
             eta_best = eta
+        elif default is not None:
+            logger.info("eta search: no eta improved on the initial ELBO; eta=%g", default)
+            return default
         else:
             raise ADVIError(
                 f"every eta in {ETA_GRID} failed to improve the initial ELBO {elbo_init:.6g} "

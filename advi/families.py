@@ -49,14 +49,18 @@ def standard_normal(rng_key: Array, shape: tuple[int, ...], dtype: Any = float) 
 
 
 def host_standard_normal(rng_key: Array | np.ndarray, shape: tuple[int, ...], dtype: Any,
-                         salt: int = 0) -> np.ndarray:
+                         salt: int | tuple[int, ...] = 0) -> np.ndarray:
     """Standard normal draws of ``shape`` and ``dtype`` on the host, from NumPy's generator
-    seeded by the bits of ``rng_key`` (a raw key, uint32 (2,)) and ``salt``: the same
-    draws for the same key and salt, and no program to compile (the threefry and inverse
-    error function of :func:`standard_normal` took 0.1-0.3 s of a cold fit's compilation
-    each time a small program drew them: benchmarks/README.md)."""
+    seeded by the bits of ``rng_key`` (a raw key, uint32 (2,)) and ``salt`` (one or more
+    integers in [0, 2**32)): the same draws for the same key and salt, and no program to
+    compile (the threefry and inverse error function of :func:`standard_normal` took
+    0.1-0.3 s of a cold fit's compilation each time a small program drew them:
+    benchmarks/README.md)."""
     bits = np.asarray(jax.device_get(rng_key)).ravel().tolist()
-    return np.random.default_rng([*bits, salt]).standard_normal(shape).astype(dtype)
+    words = [salt] if isinstance(salt, int) else list(salt)
+    wide = np.dtype(dtype) != np.float32  # NumPy draws float32 itself (twice as fast)
+    rng = np.random.default_rng([*bits, *words])
+    return rng.standard_normal(shape, np.float64 if wide else np.float32).astype(dtype)
 
 
 def computed_once(zeta: Array | np.ndarray) -> Array:
@@ -107,7 +111,9 @@ class Family(NamedTuple):
 
     Attributes:
         name: "meanfield" or "fullrank".
-        init: ``init(rng_key, dim, scheme) -> params``.
+        init: ``init(rng_key, dim, scheme) -> params``: JAX arrays of the default float
+            type for a JAX key, NumPy float64 arrays for a ``numpy.random.Generator``
+            (made on the host, with no program to compile: :mod:`advi.compiled`).
         transform: ``transform(params, eps) -> zeta``; eps (..., K) standard normal draws,
             zeta (..., K) draws from q.
         entropy: ``entropy(params) -> ()``, closed-form differential entropy of q in nats.
@@ -123,18 +129,28 @@ class Family(NamedTuple):
     std: Callable
 
 
-def _init_mu(rng_key: Array, dim: int, scheme: str) -> Array:
-    if scheme == "random":  # the paper's empirical study: "a draw from a standard Gaussian"
-        return jax.random.normal(rng_key, (dim,))
+def _init_mu(rng_key: Array | np.random.Generator, dim: int, scheme: str) -> Any:
     if scheme == "zero":  # Algorithm 1 of the paper
-        return jnp.zeros((dim,))
-    if scheme == "stan":  # Stan's default random inits, uniform(-2, 2)
+        return _xp(rng_key).zeros((dim,))
+    if isinstance(rng_key, np.random.Generator):
+        if scheme in ("random", "stan"):
+            return (rng_key.standard_normal(dim) if scheme == "random" else
+                    rng_key.uniform(-2.0, 2.0, dim))
+    elif scheme == "random":  # the paper's empirical study: "a draw from a standard Gaussian"
+        return jax.random.normal(rng_key, (dim,))
+    elif scheme == "stan":  # Stan's default random inits, uniform(-2, 2)
         return jax.random.uniform(rng_key, (dim,), minval=-2.0, maxval=2.0)
     raise ValueError(f"init={scheme!r} is not a valid initialisation; use one of {INIT_SCHEMES}")
 
 
-def _meanfield_init(rng_key: Array, dim: int, scheme: str = "random") -> MeanFieldParams:
-    return MeanFieldParams(_init_mu(rng_key, dim, scheme), jnp.zeros((dim,)))
+def _xp(rng_key: Array | np.random.Generator) -> Any:
+    """NumPy for a NumPy generator (the parameters made on the host), else jax.numpy."""
+    return np if isinstance(rng_key, np.random.Generator) else jnp
+
+
+def _meanfield_init(rng_key: Array | np.random.Generator, dim: int, scheme: str = "random"
+                    ) -> MeanFieldParams:
+    return MeanFieldParams(_init_mu(rng_key, dim, scheme), _xp(rng_key).zeros((dim,)))
 
 
 def _meanfield_transform(params: MeanFieldParams, eps: Array) -> Array:
@@ -156,8 +172,9 @@ def _meanfield_std(params: MeanFieldParams) -> Array:
     return jnp.exp(params.omega)
 
 
-def _fullrank_init(rng_key: Array, dim: int, scheme: str = "random") -> FullRankParams:
-    return FullRankParams(_init_mu(rng_key, dim, scheme), jnp.eye(dim))
+def _fullrank_init(rng_key: Array | np.random.Generator, dim: int, scheme: str = "random"
+                   ) -> FullRankParams:
+    return FullRankParams(_init_mu(rng_key, dim, scheme), _xp(rng_key).eye(dim))
 
 
 def _fullrank_transform(params: FullRankParams, eps: Array) -> Array:

@@ -34,7 +34,7 @@ from .eta_search import STAN_POLICY, adapt_eta
 from .families import get_family
 from .keys import raw_key
 from .options import Options
-from .presets import resolve
+from .presets import PRESETS, resolve
 from .progress import Progress
 from .result import (
     ADVIResult,
@@ -233,7 +233,10 @@ def _finish(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock
     compiled.use_clock(clock)  # what compiles on first need is compile_s, not wall_s
     start, compiled_s = clock(), compiled.lazy_compile_s
     eta_adapted = o.eta is None
-    eta = adapt_eta(compiled, state0, adapt_key, o.adapt_iter) if o.eta is None else o.eta
+    # from the Laplace mode no eta may improve on the initial q: the robust preset's eta
+    default = PRESETS["robust"].eta if start_info.laplace else None
+    eta = (adapt_eta(compiled, state0, adapt_key, o.adapt_iter, default) if o.eta is None
+           else o.eta)
     adapt_s = begun.start_s + clock() - start - (compiled.lazy_compile_s - compiled_s)
     result = _run(compiled, state0, float(eta), o, run_key=run_key, elbo_key=elbo_key,
                   burn_in=not start_info.scaled, checkpoint=checkpoint, clock=clock,
@@ -273,6 +276,7 @@ def _compile(target: Target, o: Options, opt: Any, stream: streaming.Stream | No
         grad_samples=cast(int, o.grad_samples),  # resolve() turns None into the family's M
         elbo_samples=o.elbo_samples, init=o.init, laplace=o.start == "laplace",
         precondition=o.precondition, moments=o.stop == "rhat",
+        chunk_len=o.eval_elbo if o.stop == "rhat" else 0,
     )
     if stream is None:
         return CompiledADVI(target, spec, opt)

@@ -87,6 +87,7 @@ def step(
     precondition: bool = False,
     with_elbo: bool = True,
     redraw: bool = True,
+    eps: Array | None = None,
 ) -> tuple[ADVIState, StepInfo]:
     """One ADVI iteration: the M-draw reparameterised gradient (paper Eqs. 5-6), the
     optimiser's direction, a step of scale ``eta``.
@@ -110,6 +111,8 @@ def step(
         redraw: redraw non-finite draws (up to ``10 * M``); False: a step with a
             non-finite draw is refused, and the step has no loop inside
             (:func:`advi.elbo.elbo_grad`).
+        eps: (M, K) standard normal draws for this step, or None: drawn from ``rng_key``
+            (which keys the minibatches and any redraws either way).
 
     Returns:
         ``(new_state, info)``; a refused step (``info.ok`` False) returns the old state
@@ -121,12 +124,12 @@ def step(
 
     if precondition and family.name == "fullrank":  # natural-gradient steps, no optimiser
         est = whitened_elbo_grad(log_density, state.params, rng_key, grad_samples,
-                                 with_elbo=with_elbo, redraw=redraw)
+                                 with_elbo=with_elbo, redraw=redraw, eps=eps)
         params = whitened_step(state.params, est.grad, eta, grad_samples)
         opt_state = state.opt_state
     else:
         est = elbo_grad(log_density, family, state.params, rng_key, grad_samples,
-                        with_elbo=with_elbo, redraw=redraw)
+                        with_elbo=with_elbo, redraw=redraw, eps=eps)
         updates, opt_state = optimizer.update(est.grad, state.opt_state, state.params)
         if precondition:
             updates = precondition_by_scale(family, state.params, updates)

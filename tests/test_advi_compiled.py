@@ -11,7 +11,7 @@ import numpyro.distributions as dist
 import pytest
 
 import advi
-from advi.chunk import ChunkMoments, with_elbo
+from advi.chunk import ChunkMoments, step_eps, with_elbo
 from advi.compiled import (
     NO_REDRAWS,
     REDRAWS,
@@ -22,6 +22,7 @@ from advi.compiled import (
 )
 from advi.elbo_batches import ELBO_VMAP_BYTES, dividing_batch, elbo_batch
 from advi.families import host_standard_normal
+from advi.step import fresh_state
 from advi.step_size import get_optimizer
 
 KEY = jax.random.PRNGKey(0)
@@ -31,7 +32,8 @@ def _compiled(target, preset):
     o = advi.PRESETS[preset]
     spec = CompileSpec(family=advi.get_family("meanfield"), optimizer=o.optimizer,
                        grad_samples=1, elbo_samples=100, init="random", laplace=False,
-                       precondition=o.precondition, moments=o.stop == "rhat")
+                       precondition=o.precondition, moments=o.stop == "rhat",
+                       chunk_len=o.eval_elbo)
     return CompiledADVI(target, spec, get_optimizer(o.optimizer))
 
 
@@ -84,6 +86,16 @@ def test_host_draws_are_standard_normal_and_the_same_for_one_key_and_salt():
                                                             other[1]))
 
 
+def test_a_steps_draws_do_not_depend_on_where_its_chunk_begins():
+    """Iteration i's draws are row i % L of block i // L: a chunk from iteration 17 sees
+    the rows a chunk from 0 and one from 50 saw; another salt, other draws."""
+    shape = (50, 2, 3)
+    whole = np.concatenate([step_eps(KEY, 0, start, shape, np.float32) for start in (0, 50)])
+    np.testing.assert_array_equal(step_eps(KEY, 0, 17, shape, np.float32), whole[17:67])
+    assert whole.dtype == np.float32 and abs(whole.std() - 1) < 0.15
+    assert not np.array_equal(step_eps(KEY, 1, 0, shape, np.float32), whole[:50])
+
+
 def test_steps_check_values_only_once_a_non_finite_log_density_was_met():
     """Gradient-only steps cannot see a -inf region of zero gradient; the end-of-chunk
     check sees it, reruns the chunk with value-checked steps and keeps them."""
@@ -94,6 +106,9 @@ def test_steps_check_values_only_once_a_non_finite_log_density_was_met():
         for preset in ("stan", "robust"):
             compiled = _compiled(target, preset)
             keys, state, _ = compiled.setup(KEY, 0)
+            # q = N((0.5, 0), I): half of its mass is where log p is -inf
+            edge = state.params._replace(mu=jnp.asarray([0.5, 0.0]))
+            state = fresh_state(edge, compiled.optimizer, jnp.zeros((), jnp.int32))
             out = compiled.run(state, 0.01, keys[1], 0, 50)
             state = out[0] if preset == "robust" else out
             assert (compiled.level == VALUES_CHECKED) is met
@@ -259,8 +274,11 @@ def test_a_chunk_meeting_a_non_finite_gradient_is_rerun_with_redraws_and_keeps_t
     step = jax.jit(advi.algorithm(target, optimizer=o.optimizer, precondition=o.precondition,
                                   with_elbo=False).step)
     expected, run_key = start, jax.random.fold_in(keys[1], 0)
+    # the robust chunk's steps take their draws from the host (advi.chunk.step_eps)
+    eps = (step_eps(keys[1], 0, 0, (o.eval_elbo, 1, 2), compiled.dtype) if
+           compiled.options.moments else [None] * 50)
     for k in range(50):
-        expected = step(expected, jax.random.fold_in(run_key, k), 0.1, ())[0]
+        expected = step(expected, jax.random.fold_in(run_key, k), 0.1, (), eps[k])[0]
     assert int(expected.redraws) == int(state.redraws)
     np.testing.assert_allclose(np.asarray(state.params.mu), np.asarray(expected.params.mu),
                                rtol=1e-6, atol=1e-6)

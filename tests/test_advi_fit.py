@@ -77,15 +77,54 @@ def _normal_mean(x, scale):
         numpyro.sample("x", dist.Normal(mu, scale), obs=x)
 
 
-def test_eta_search_follows_the_scale_of_the_data():
-    def chosen_eta(scale):
-        x = jnp.asarray(scale * (5.0 + np.random.default_rng(0).normal(size=50)), jnp.float32)
-        result = advi.fit(_normal_mean, x, scale, rng_key=KEY, max_iter=200, khat_samples=0)
-        assert result.eta_adapted
-        return result.eta
+class _FakeRunner:
+    """What :func:`advi.eta_search.adapt_eta` calls: ``run`` moves q to "eta" (the state's
+    params), ``elbo`` reads the ELBO there from a table."""
 
-    large, small = chosen_eta(1e4), chosen_eta(1e-3)
-    assert large >= 10 and small <= 1 and small < large, (large, small)
+    def __init__(self, elbos):
+        self.elbos, self.tried = elbos, []
+
+    def elbo(self, params, key, salt, trial=False):
+        return self.elbos[params], None
+
+    def run(self, state, eta, key, salt, num_steps, trial=False):
+        assert trial
+        self.tried.append(eta)
+        return state._replace(params=eta)
+
+
+def test_the_eta_search_keeps_the_best_eta_before_the_elbo_falls():
+    """Stan's rule (advi::adapt_eta): try 100, 10, 1, ... from the initial q; stop at the
+    first eta whose ELBO is below the best so far once that best beats the initial ELBO,
+    and keep the best."""
+    from advi.eta_search import adapt_eta
+    from advi.step import ADVIState
+
+    start = ADVIState("init", None, 0, False, 0)
+    runner = _FakeRunner({"init": -100.0, 100.0: -200.0, 10.0: -50.0, 1.0: -20.0,
+                          0.1: -30.0, 0.01: -10.0})
+    assert adapt_eta(runner, start, KEY, 50) == 1.0 and runner.tried == [100.0, 10.0, 1.0, 0.1]
+    runner = _FakeRunner({"init": -100.0, 100.0: -float("inf"), 10.0: -150.0, 1.0: -120.0,
+                          0.1: -110.0, 0.01: -90.0})
+    assert adapt_eta(runner, start, KEY, 50) == 0.01  # the last eta improves: kept
+    runner = _FakeRunner({"init": -100.0, **{eta: -200.0 for eta in (100, 10, 1, 0.1, 0.01)}})
+    with pytest.raises(advi.ADVIError, match="every eta in .* failed to improve"):
+        adapt_eta(runner, start, KEY, 50)
+    assert adapt_eta(runner, start, KEY, 50, default=0.1) == 0.1  # a start at the mode
+    with pytest.raises(advi.ADVIError, match="initial approximation is not finite"):
+        adapt_eta(_FakeRunner({"init": -float("inf")}), start, KEY, 50)
+
+
+@pytest.mark.parametrize("preset", ["stan", "robust"])
+def test_eta_none_searches_eta_with_either_preset(preset):
+    """``eta=None`` runs Stan's eta search before the main loop, the robust preset's chunks
+    (with their moments) included, and the fit reaches the posterior mean."""
+    x = jnp.asarray(5.0 + np.random.default_rng(0).normal(size=50), jnp.float32)
+    result = advi.fit(_normal_mean, x, 1.0, rng_key=KEY, preset=preset, eta=None,
+                      khat_samples=0)
+    assert result.eta_adapted and result.eta in (100.0, 10.0, 1.0, 0.1, 0.01)
+    exact = float(x.sum()) / (50 + 1e-2)  # prior sd 10, unit noise
+    assert abs(float(result.params.mu[0]) - exact) < 3 / np.sqrt(50)
 
 
 def test_same_key_same_result_bit_for_bit():
