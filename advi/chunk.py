@@ -24,6 +24,20 @@ TRACE_SALT = 0xFFFFFFFF
 steps' salts are small); with moments, seeds their eps on the host with that key."""
 
 
+HOST_STEP_DRAWS = 2**16
+"""Most standard normals a chunk's steps may take from the host (L x M x K): about a
+millisecond of NumPy per chunk. Above it (the paper's E3 and E4, K = 25,250 and more) the
+steps draw them in the program as before, where NumPy's 15 ms per chunk of 50 iterations
+made each iteration a fifth slower and the generator's compilation is a small part of the
+chunk's (benchmarks/README.md)."""
+
+
+def host_chunk_len(chunk_len: int, grad_samples: int, dim: int) -> int:
+    """``chunk_len`` where a chunk of that many steps takes its draws from the host
+    (:data:`HOST_STEP_DRAWS`), else 0 (the steps draw them in the program)."""
+    return chunk_len if chunk_len * grad_samples * dim <= HOST_STEP_DRAWS else 0
+
+
 STEP_SALT = 0xFFFFFFFE
 """The first salt word of the steps' draws (:func:`step_eps`), apart from the end draws'
 :data:`TRACE_SALT` and the gradient check's."""
@@ -87,7 +101,7 @@ def make_chunk(alg: Algorithm, family: Family, probe: Callable | None, moments: 
     standard normals: the host evaluates their log density by the compiled value and
     gradient, so the chunk holds no second copy of the model (a third of its compilation
     on the suite's small models: benchmarks/README.md). Its steps' draws are ``step_eps``
-    (L, M, K), L >= ``num_steps``, the k-th step's row k, drawn on the host
+    where given, (L, M, K), L >= ``num_steps``, the k-th step's row k, drawn on the host
     (:meth:`advi.compiled.CompiledADVI.run`): a generator in the loop was a third of the
     chunk's compilation (benchmarks/README.md).
 

@@ -15,11 +15,12 @@ fit. :meth:`CompiledADVI.setup` (the initial q and the Laplace start) then runs 
   the main loop and restarts share one compilation; iteration k draws from
   ``fold_in(fold_in(key, salt), k)``, whatever the chunks. Its steps compute the gradient
   only and redraw nothing until a draw's gradient is not finite (:meth:`CompiledADVI.run`).
-  With ``moments=True`` (up to ``chunk_len`` iterations) it also returns the chunk's
+  With ``moments=True`` it also returns the chunk's
   moments of the iterates (:mod:`advi.stationarity`) and :data:`TRACE_ELBO_SAMPLES` draws
   of q at their average, the same eps for every chunk, whose log p the host evaluates by
-  the compiled value and gradient (the ELBO there); its steps' eps are drawn on the host
-  too (:func:`advi.chunk.step_eps`, the same for an iteration however the run is cut), so
+  the compiled value and gradient (the ELBO there); up to ``chunk_len`` steps' eps are
+  drawn on the host too where they are few (:func:`advi.chunk.host_chunk_len`,
+  :func:`advi.chunk.step_eps`: the same for an iteration however the run is cut), so that
   its program holds no random generator;
 - ``elbo(params, key, salt, data)``: Stan's ``elbo_samples``-draw ELBO and log weights;
   with the stationarity stop (the robust preset), whose loop needs no ELBO, it is compiled
@@ -147,7 +148,7 @@ class CompileSpec(NamedTuple):
     laplace: bool
     precondition: bool
     moments: bool
-    chunk_len: int = 0  # with moments: the steps a chunk takes draws for (advi.chunk)
+    chunk_len: int = 0  # steps whose draws come from the host (advi.chunk.host_chunk_len)
 
 
 class _Compiled(NamedTuple):
@@ -192,9 +193,9 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
     fast, redrawing, checked = (
         jax.jit(_chunk_fn(target, o, optimizer, with_elbo, redraw))
         for with_elbo, redraw in ((False, False), (False, True), (True, True)))
-    host_eps = (jax.ShapeDtypeStruct((TRACE_ELBO_SAMPLES, target.dim), dtype),
-                jax.ShapeDtypeStruct((o.chunk_len, o.grad_samples, target.dim), dtype)
-                ) * o.moments
+    host_eps = ((jax.ShapeDtypeStruct((TRACE_ELBO_SAMPLES, target.dim), dtype),) +
+                (jax.ShapeDtypeStruct((o.chunk_len, o.grad_samples, target.dim), dtype),)
+                * bool(o.chunk_len)) * o.moments
     chunk = aot(fast, state, np.ones((), dtype), key, one, one, data, *host_eps)
     elbo = Lazy(jax.jit(make_elbo(target, o.family, o.elbo_samples)),
                 elbo_compiler(target, o.family, o.elbo_samples))
@@ -301,8 +302,9 @@ class CompiledADVI:
         switches nothing: a trial eta that sends q where the log density overflows is
         rejected by its ELBO, as Stan's search does."""
         if self.options.moments and trial:  # the eta search: the state, chunk by chunk
-            for begun in range(0, num_steps, self.options.chunk_len):
-                steps = min(self.options.chunk_len, num_steps - begun)
+            rows = self.options.chunk_len or num_steps
+            for begun in range(0, num_steps, rows):
+                steps = min(rows, num_steps - begun)
                 state = self._run(state, eta, key, salt, steps, trial)[0]
             return state
         return self._run(state, eta, key, salt, num_steps, trial)
@@ -333,20 +335,22 @@ class CompiledADVI:
 
     def _host_eps(self, key: Array, salt: int, state: ADVIState, num_steps: int
                   ) -> tuple[np.ndarray, ...]:
-        """With moments, the chunk's draws made on the host (no generator in its program):
-        its end draws' eps (TRACE_ELBO_SAMPLES, K) from ``key``
-        (:func:`advi.families.host_standard_normal`: the same for every chunk so keyed, and
-        kept for the next chunk) and its steps' (:func:`advi.chunk.step_eps`); without, ()."""
+        """With moments, the chunk's draws made on the host: its end draws' eps
+        (TRACE_ELBO_SAMPLES, K) from ``key`` (:func:`advi.families.host_standard_normal`:
+        the same for every chunk so keyed, and kept for the next chunk) and, where
+        ``chunk_len`` is set, its steps' (:func:`advi.chunk.step_eps`); without, ()."""
         o = self.options
         if not o.moments:
             return ()
-        if num_steps > o.chunk_len:
-            raise ValueError(f"num_steps={num_steps}: a chunk with moments has draws for at "
-                             f"most chunk_len={o.chunk_len} steps")
         bits = np.asarray(jax.device_get(key)).tobytes()
         if self._eps is None or self._eps[0] != bits:
             self._eps = (bits, host_standard_normal(key, (TRACE_ELBO_SAMPLES, self.target.dim),
                                                     self.dtype, TRACE_SALT))
+        if not o.chunk_len:
+            return (self._eps[1],)
+        if num_steps > o.chunk_len:
+            raise ValueError(f"num_steps={num_steps}: this chunk has draws for at most "
+                             f"chunk_len={o.chunk_len} steps")
         shape = (o.chunk_len, o.grad_samples, self.target.dim)
         iteration = int(jax.device_get(state.iteration))
         return self._eps[1], step_eps(key, salt, iteration, shape, self.dtype)

@@ -27,6 +27,7 @@ from jax import Array
 from . import precision, robust, streaming
 from .cache import enable_default_cache
 from .checks import FELL_BACK_NOTE, end_of_fit_warnings
+from .chunk import host_chunk_len
 from .compiled import CompiledADVI, CompileSpec
 from .convergence import RelativeELBORule
 from .driver import Clock, Outcome, StoppingRule, drive, warn
@@ -276,7 +277,8 @@ def _compile(target: Target, o: Options, opt: Any, stream: streaming.Stream | No
         grad_samples=cast(int, o.grad_samples),  # resolve() turns None into the family's M
         elbo_samples=o.elbo_samples, init=o.init, laplace=o.start == "laplace",
         precondition=o.precondition, moments=o.stop == "rhat",
-        chunk_len=o.eval_elbo if o.stop == "rhat" else 0,
+        chunk_len=host_chunk_len(o.eval_elbo, cast(int, o.grad_samples), target.dim)
+        if o.stop == "rhat" else 0,
     )
     if stream is None:
         return CompiledADVI(target, spec, opt)

@@ -11,7 +11,7 @@ import numpyro.distributions as dist
 import pytest
 
 import advi
-from advi.chunk import ChunkMoments, step_eps, with_elbo
+from advi.chunk import HOST_STEP_DRAWS, ChunkMoments, host_chunk_len, step_eps, with_elbo
 from advi.compiled import (
     NO_REDRAWS,
     REDRAWS,
@@ -28,22 +28,24 @@ from advi.step_size import get_optimizer
 KEY = jax.random.PRNGKey(0)
 
 
-def _compiled(target, preset):
+def _compiled(target, preset, host_steps=True):
+    """``host_steps`` False: the robust chunk's steps draw in the program (large L M K)."""
     o = advi.PRESETS[preset]
     spec = CompileSpec(family=advi.get_family("meanfield"), optimizer=o.optimizer,
                        grad_samples=1, elbo_samples=100, init="random", laplace=False,
                        precondition=o.precondition, moments=o.stop == "rhat",
-                       chunk_len=o.eval_elbo)
+                       chunk_len=o.eval_elbo if o.stop == "rhat" and host_steps else 0)
     return CompiledADVI(target, spec, get_optimizer(o.optimizer))
 
 
-def test_the_chunk_elbo_is_the_elbo_at_the_average_on_the_same_draws_every_chunk():
+@pytest.mark.parametrize("host_steps", [True, False])
+def test_the_chunk_elbo_is_the_elbo_at_the_average_on_the_same_draws_every_chunk(host_steps):
     """With eta = 0 q does not move: two chunks with different step draws (salts) report
     the same ELBO (common draws), and it is the exact ELBO of q within the Monte Carlo
     error of TRACE_ELBO_SAMPLES draws."""
     dim = 3
     target = advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), dim)
-    compiled = _compiled(target, "robust")
+    compiled = _compiled(target, "robust", host_steps)
     keys, state, _ = compiled.setup(KEY, 0)
     (_, first), (_, second) = (compiled.run(state, 0.0, keys[1], salt, 20) for salt in (0, 1))
     assert float(first.elbo) == float(second.elbo)
@@ -84,6 +86,11 @@ def test_host_draws_are_standard_normal_and_the_same_for_one_key_and_salt():
     for other in ((jax.random.PRNGKey(1), 0), (KEY, 1)):
         assert not np.array_equal(eps, host_standard_normal(other[0], (400, 50), np.float32,
                                                             other[1]))
+
+
+def test_a_chunk_takes_its_steps_draws_from_the_host_only_where_they_are_few():
+    assert host_chunk_len(50, 1, HOST_STEP_DRAWS // 50) == 50
+    assert host_chunk_len(50, 2, HOST_STEP_DRAWS // 50) == 0  # E3's K = 25,250: 0
 
 
 def test_a_steps_draws_do_not_depend_on_where_its_chunk_begins():
@@ -276,7 +283,7 @@ def test_a_chunk_meeting_a_non_finite_gradient_is_rerun_with_redraws_and_keeps_t
     expected, run_key = start, jax.random.fold_in(keys[1], 0)
     # the robust chunk's steps take their draws from the host (advi.chunk.step_eps)
     eps = (step_eps(keys[1], 0, 0, (o.eval_elbo, 1, 2), compiled.dtype) if
-           compiled.options.moments else [None] * 50)
+           compiled.options.chunk_len else [None] * 50)
     for k in range(50):
         expected = step(expected, jax.random.fold_in(run_key, k), 0.1, (), eps[k])[0]
     assert int(expected.redraws) == int(state.redraws)
