@@ -54,7 +54,7 @@ from jax import Array
 from jax.typing import ArrayLike
 
 from .diagnostics import degenerate_weights, pareto_khat
-from .families import Family, host_standard_normal
+from .families import host_standard_normal
 
 GRAD_DRAWS = 200
 """Draws of q behind the end-of-fit gradient check."""
@@ -162,29 +162,31 @@ def gradient_flags(mean: np.ndarray, se: np.ndarray, shift: float = GRAD_SHIFT
     return (mean > shift) & (z > z_threshold(mean.size))
 
 
-def check_draws_fn(family: Family) -> Callable:
-    """``draws(params, eps) -> (zeta, std, log_q)``: ``zeta = T(params, eps)`` (S, K) for
+def host_draws(params: Any, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(zeta, std, log_q)`` of a mean-field or full-rank q on the host, in NumPy (no
+    program to compile: a compiled one took 0.07-0.09 s of a small model's cold fit,
+    benchmarks/README.md): ``zeta = T(params, eps)`` (S, K) in the parameters' dtype for
     standard normal ``eps`` (S, K), q's marginal standard deviations (K,) and ``log
-    q(zeta)`` (S,), in the parameters' dtype. Plain ``jax.jit`` with no log density or
-    random generator inside (the normal generator was most of its compilation:
-    benchmarks/README.md); :class:`advi.compiled.CompiledADVI` keeps it with the
-    configuration's other functions."""
-
-    @jax.jit
-    def gradient_check_draws(params: Any, eps: Array) -> tuple[Array, Array, Array]:
-        zeta = family.transform(params, eps)
-        return zeta, family.std(params), family.log_q(params, zeta)
-
-    return gradient_check_draws
+    q(zeta)`` (S,), both float64 (the closed forms of :mod:`advi.families`)."""
+    mu, eps = np.asarray(jax.device_get(params.mu), np.float64), np.asarray(eps, np.float64)
+    if hasattr(params, "omega"):
+        log_sd = np.asarray(jax.device_get(params.omega), np.float64)
+        std, log_det = np.exp(log_sd), float(np.sum(log_sd))
+        zeta = mu + eps * std
+    else:
+        L = np.tril(np.asarray(jax.device_get(params.L), np.float64))
+        std, log_det = np.sqrt(np.sum(L**2, axis=-1)), float(np.sum(np.log(np.abs(np.diag(L)))))
+        zeta = mu + eps @ L.T
+    log_q = -0.5 * np.sum(eps**2, -1) - log_det - 0.5 * mu.size * math.log(2 * math.pi)
+    return zeta.astype(np.dtype(params.mu.dtype)), std, log_q
 
 
 def scaled_gradients(value_and_grad: Callable[[np.ndarray, Any], tuple[Any, Any]],
-                     draws: Callable[[Any, np.ndarray], tuple[Array, ...]], params: Any,
-                     rng_key: Array, data: Any, salt: int = CHECK_SALT
+                     params: Any, rng_key: Array, data: Any, salt: int = CHECK_SALT
                      ) -> tuple[tuple, tuple, np.ndarray]:
     """The gradient check's moments: ``(gradient_moments(g), gradient_moments(g * eps + 1),
     log_weights)`` of ``g = sd_k * d log p / d zeta_k`` at the draws ``zeta = T(params, eps)``
-    of ``draws`` (:func:`check_draws_fn`), ``eps`` (:data:`GRAD_DRAWS`, K) from ``rng_key``
+    (:func:`host_draws`), ``eps`` (:data:`GRAD_DRAWS`, K) from ``rng_key``
     and ``salt`` (:func:`advi.families.host_standard_normal`). The mean of ``g``
     is ``sd * dELBO/dmu`` (the entropy does not depend on mu), that of ``g * eps + 1`` is
     ``dELBO/domega`` for a mean-field q (omega = log sd); ``log_weights`` ((GRAD_DRAWS,)
@@ -200,7 +202,7 @@ def scaled_gradients(value_and_grad: Callable[[np.ndarray, Any], tuple[Any, Any]
     """
     eps = host_standard_normal(rng_key, (GRAD_DRAWS, params.mu.shape[-1]), params.mu.dtype,
                                salt)
-    zeta, std, log_q = jax.device_get(draws(params, eps))
+    zeta, std, log_q = host_draws(params, eps)
     values, grads = zip(*jax.device_get([value_and_grad(row, data) for row in zeta]),
                         strict=True)
     with np.errstate(invalid="ignore", over="ignore"):  # non-finite rows are dropped

@@ -50,7 +50,7 @@ from jax import Array
 
 from .algorithm import algorithm
 from .aot import Lazy, aot
-from .checks import CHECK_SALT, check_draws_fn, scaled_gradients
+from .checks import CHECK_SALT, scaled_gradients
 from .chunk import TRACE_SALT, make_chunk, step_eps, with_elbo
 from .curvature import cheaper_precision
 from .elbo_batches import elbo_compiler, make_elbo
@@ -162,7 +162,6 @@ class _Compiled(NamedTuple):
     checked_chunk: Lazy  # steps that also check the log density's values
     elbo: Lazy
     value_and_grad: Callable  # (zeta, (key, data)): the Laplace start's, or compiled on need
-    check_draws: Callable  # jitted, compiled on first call (advi.checks)
 
 
 def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> _Compiled:
@@ -202,8 +201,7 @@ def _compile_all(target: Target, o: CompileSpec, optimizer: Any, dtype: Any) -> 
     if not o.moments:  # Stan's loop estimates the ELBO from its first chunk on
         elbo.compiled = elbo.compiler(elbo.jitted, state.params, key, one, data)
     return _Compiled(*start, chunk, Lazy(redrawing), Lazy(checked), elbo,
-                     Lazy(fns.value_and_grad) if laplace is None else laplace.value_and_grad,
-                     check_draws_fn(o.family))
+                     Lazy(fns.value_and_grad) if laplace is None else laplace.value_and_grad)
 
 
 def _chunk_fn(target: Target, o: CompileSpec, optimizer: Any, with_elbo: bool,
@@ -381,7 +379,7 @@ class CompiledADVI:
         """:func:`advi.checks.scaled_gradients` at ``params`` (its draws seeded by
         ``rng_key`` and ``salt``), by the Laplace start's value and gradient (without that
         start, compiled on the first call and kept)."""
-        return scaled_gradients(self._done.value_and_grad, self._done.check_draws, params,
+        return scaled_gradients(self._done.value_and_grad, params,
                                 rng_key, (rng_key, self.target.data), salt)
 
     def elbo(self, params: Any, key: Array, salt: int, trial: bool = False

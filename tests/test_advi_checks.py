@@ -116,7 +116,7 @@ def test_scaled_gradients_are_sd_times_elbo_gradient_on_a_gaussian(family):
     params = (advi.MeanFieldParams(mu, jnp.log(sd)) if family is advi.MEANFIELD
               else advi.FullRankParams(mu, jnp.diag(sd)))
     (mean, se, n), (omega_mean, omega_se, _), log_weights = checks.scaled_gradients(
-        _value_and_grad(target), checks.check_draws_fn(family), params,
+        _value_and_grad(target), params,
         jax.random.PRNGKey(0), target.data)
     assert n == checks.GRAD_DRAWS
     np.testing.assert_allclose(mean, [1.5, 0.0], atol=4 * float(se.max()))
@@ -140,8 +140,8 @@ def test_a_narrow_q_is_judged_in_the_optimums_standard_deviations():
     mu = jnp.array([3.0, 0.0])
 
     def moments(family, params):
-        return checks.scaled_gradients(_value_and_grad(target), checks.check_draws_fn(family),
-                                       params, jax.random.PRNGKey(0), target.data)
+        return checks.scaled_gradients(_value_and_grad(target), params, jax.random.PRNGKey(0),
+                                       target.data)
 
     narrow = advi.MeanFieldParams(mu, jnp.log(jnp.full(2, 0.5)))
     (mean, se, _), spread, _ = moments(advi.MEANFIELD, narrow)
@@ -160,6 +160,22 @@ def test_a_narrow_q_is_judged_in_the_optimums_standard_deviations():
     full = advi.FullRankParams(mu, 0.5 * jnp.eye(2))
     np.testing.assert_array_equal(checks.optimum_factor(full, moments(advi.FULLRANK, full)[1]),
                                   [1.0, 1.0])
+
+
+@pytest.mark.parametrize("family", [advi.MEANFIELD, advi.FULLRANK])
+def test_the_checks_host_draws_are_the_familys(family):
+    """The check's NumPy draws, sds and log q are the family's JAX functions' values."""
+    mu = jnp.array([0.5, -1.0, 2.0])
+    params = (advi.MeanFieldParams(mu, jnp.array([0.1, -0.7, 0.3])) if family is advi.MEANFIELD
+              else advi.FullRankParams(mu, jnp.array([[1.0, 9.0, 9.0], [0.8, -0.5, 9.0],
+                                                       [0.1, 0.2, 2.0]])))  # upper ignored
+    eps = np.random.default_rng(0).normal(size=(7, 3))
+    zeta, std, log_q = checks.host_draws(params, eps)
+    assert zeta.dtype == np.float32 and std.dtype == log_q.dtype == np.float64
+    np.testing.assert_allclose(zeta, family.transform(params, jnp.asarray(eps, jnp.float32)),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(std, family.std(params), rtol=1e-6)
+    np.testing.assert_allclose(log_q, family.log_q(params, zeta), rtol=1e-5)
 
 
 def test_gradient_moments_drop_non_finite_rows():
@@ -199,9 +215,9 @@ def test_unmoved_mean_warns():
     compiled = type("C", (), {})()
     compiled.target = advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 2)
     compiled.family = advi.MEANFIELD
-    value_and_grad, draws = _value_and_grad(compiled.target), checks.check_draws_fn(advi.MEANFIELD)
+    value_and_grad = _value_and_grad(compiled.target)
     compiled.gradient_check = lambda params, key: checks.scaled_gradients(
-        value_and_grad, draws, params, key, compiled.target.data)
+        value_and_grad, params, key, compiled.target.data)
     notes = checks.end_of_fit_warnings(Fake(), compiled, jnp.array([1e8, 0.0]), None,
                                        jax.random.PRNGKey(0))
     assert any("1 of 2 mean coordinates are exactly where the fit started" in n

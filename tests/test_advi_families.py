@@ -31,6 +31,29 @@ def test_fullrank_entropy_log_q_and_draws_match_covariance():
     np.testing.assert_allclose(np.cov(draws.T), cov, atol=0.02)
 
 
+@pytest.mark.parametrize("family", [advi.MEANFIELD, advi.FULLRANK])
+def test_an_init_drawn_on_the_host_follows_its_scheme(family):
+    """With a NumPy generator (how a fit draws its initial q: no program to compile) the
+    schemes hold as with a JAX key: "random" N(0, 1) means, "stan" uniform(-2, 2), "zero"
+    zeros; unit scales; NumPy arrays; the same generator seed, the same q."""
+    dim = 20_000 if family is advi.MEANFIELD else 2_000  # full-rank: L is dim x dim
+    tol = 5 / np.sqrt(dim)
+    draws = {scheme: family.init(np.random.default_rng(0), dim, scheme)
+             for scheme in ("random", "stan", "zero")}
+    for params in draws.values():
+        assert all(isinstance(x, np.ndarray) for x in params)
+        scale = params.omega if family is advi.MEANFIELD else params.L[:3, :3] - np.eye(3)
+        assert not np.any(scale)
+    assert abs(draws["random"].mu.mean()) < tol and abs(draws["random"].mu.std() - 1) < tol
+    stan = draws["stan"].mu
+    assert stan.min() >= -2 and stan.max() <= 2 and abs(stan.std() - 4 / np.sqrt(12)) < tol
+    assert not np.any(draws["zero"].mu)
+    np.testing.assert_array_equal(family.init(np.random.default_rng(0), dim, "random").mu,
+                                  draws["random"].mu)
+    with pytest.raises(ValueError, match="init='ones' is not a valid"):
+        family.init(np.random.default_rng(0), 3, "ones")
+
+
 def test_unknown_family_is_named():
     with pytest.raises(ValueError, match="family='gaussian'.*meanfield"):
         advi.get_family("gaussian")

@@ -171,13 +171,13 @@ def test_a_robust_fit_compiles_its_own_functions_and_no_eager_op():
             result = advi.fit(model, x, x @ np.ones(dim, np.float32) + noise[:, 0],
                               rng_key=KEY, preset="robust", khat_samples=0)
         assert result.start.startswith("laplace")
-    # the fresh state (the initial q is drawn on the host, with NumPy), the chunk (its
-    # steps' draws made on the host too), the Laplace start's value and gradient, and the
-    # draws of the end-of-fit gradient check, which evaluates them by the Laplace start's
-    # compiled value and gradient (advi.checks), as the host evaluates each chunk's ELBO: the log
-    # density is compiled once; -H is formed by differences of that gradient (2K calls of
-    # a few hundred operations each), so no Hessian is compiled
-    assert sorted(compiled) == ["begin", "chunk", "gradient_check_draws", "log_density"]
+    # the fresh state, the chunk and the Laplace start's value and gradient: the initial q,
+    # the chunk's steps' draws and the end-of-fit gradient check's draws are made on the
+    # host (NumPy), and the check evaluates them by that value and gradient (advi.checks),
+    # as the host evaluates each chunk's ELBO: the log density is compiled once; -H is
+    # formed by differences of that gradient (2K calls of a few hundred operations each),
+    # so no Hessian is compiled
+    assert sorted(compiled) == ["begin", "chunk", "log_density"]
 
 
 def test_a_costly_gradient_compiles_the_exact_hessian(monkeypatch):
