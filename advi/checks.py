@@ -275,10 +275,15 @@ def optimum_factor(params: Any, spread: tuple[np.ndarray, ...]) -> np.ndarray:
 
 def _scale_note(params: Any, mean: np.ndarray, se: np.ndarray, n: np.ndarray) -> str | None:
     """The warning's text when a mean-field q's log sds are far from their optimum:
-    ``dELBO/domega_k`` above :data:`SCALE_SHIFT` in magnitude and beyond the z bound."""
+    ``dELBO/domega_k`` below ``-SCALE_SHIFT`` (sd more than twice the optimum's) beyond the
+    z bound, or above ``1 - NARROW_FLOOR`` (sd below a fifth of the optimum's, ``c_k`` below
+    the floor) by more than the z bound times its standard error: where q is that narrow,
+    its mean's offset cannot be judged (:func:`optimum_factor`)."""
     if not hasattr(params, "omega") or n < 2:
         return None
-    flags = gradient_flags(mean, se, shift=SCALE_SHIFT)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        narrow = (mean - (1.0 - NARROW_FLOOR)) / se > z_threshold(np.size(mean))
+    flags = gradient_flags(mean, se, shift=SCALE_SHIFT) | narrow
     if not flags.any():
         return None
     worst = int(np.argmax(np.where(flags, np.abs(mean), -np.inf)))

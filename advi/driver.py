@@ -242,9 +242,12 @@ def _restart(runner: Any, rule: StoppingRule, policy: RestartPolicy, rec: _Recor
     start = rule.fallback(state)
     it, new_eta = int(start.iteration), policy.next_eta(rec.eta)
     if new_eta is None:
+        at_start = ("; no eta helps at iteration 0, where the initial q's own draws fail: "
+                    "start elsewhere (init='zero', another rng_key) or fit in float64"
+                    if it == 0 else "")
         raise ADVIError(
-            f"{cause} at iteration {it} with eta={rec.eta:g}, {policy.limit}; stopping. "
-            f"err.result holds {rule.fallback_text} and its history.",
+            f"{cause} at iteration {it} with eta={rec.eta:g}, {policy.limit}{at_start}; "
+            f"stopping. err.result holds {rule.fallback_text} and its history.",
             make_result(rec.outcome(rule, start.params, start, False, "max_iter"), False))
     rec.restarts.append((it, rec.eta, new_eta))
     rec.note(f"{cause} at iteration {it} with eta={rec.eta:g}; restarting from "

@@ -225,6 +225,35 @@ def test_unmoved_mean_warns():
     assert all("dtype=\"float64\"" in n for n in notes)
 
 
+def _checked(params, log_density, dim):
+    """end_of_fit_warnings for a fit that ended at ``params`` (after a Laplace start, 100
+    iterations, stopped by R-hat) on ``log_density``."""
+    class Fake:
+        num_iterations, convergence_reason, khat_log_weights = 100, "rhat", None
+
+    Fake.params = params
+    compiled = type("C", (), {})()
+    compiled.target = advi.from_log_density(log_density, dim)
+    compiled.family = advi.MEANFIELD
+    value_and_grad = _value_and_grad(compiled.target)
+    compiled.gradient_check = lambda params, key: checks.scaled_gradients(
+        value_and_grad, params, key, compiled.target.data)
+    return checks.end_of_fit_warnings(Fake(), compiled, None, None, jax.random.PRNGKey(0))
+
+
+def test_a_q_far_narrower_than_the_optimum_warns():
+    """p = N(0, 2^2) in each coordinate: q at sd 2e-4 (c = 1e-8, where its mean's offset
+    cannot be judged) warns that its sd is too small, however near its mean; at sd 0.5
+    (c = 1/16, above the floor) and at the optimum it does not."""
+    def log_density(z):
+        return -0.5 * jnp.sum((z / 2.0) ** 2)
+
+    mu = jnp.array([0.3, -0.2])
+    for sd, warns in ((2e-4, True), (0.5, False), (2.0, False)):
+        notes = _checked(advi.MeanFieldParams(mu, jnp.log(jnp.full(2, sd))), log_density, 2)
+        assert any("q's sd there is too small" in n for n in notes) is warns, (sd, notes)
+
+
 def test_fell_back_note_warns_where_the_log_weights_tail_is_heavy():
     """After a refused Laplace start: 200 draws of q = N(0, 1) against p = Student-t(3)
     (log weights whose k-hat is 2.3 in this sample) warn; q = p does not."""

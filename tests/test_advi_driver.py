@@ -111,7 +111,8 @@ def test_a_compilation_during_a_chunk_is_off_the_clock():
 
 def test_no_smaller_eta_is_an_error_holding_the_fallback_and_the_history():
     clock = _Clock()
-    with pytest.raises(advi.ADVIError, match=r"at iteration 0 with eta=4, eta >= 0.5") as err:
+    with pytest.raises(advi.ADVIError, match=r"at iteration 0 with eta=4, eta >= 0.5; no eta "
+                       r"helps at iteration 0.*init='zero'") as err:
         _drive(4.0, _Rule(stop_at=30), RestartPolicy(lambda eta: None, "eta >= 0.5"),
                clock, _Runner(clock))
     out, final = err.value.result
