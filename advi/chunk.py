@@ -25,10 +25,9 @@ steps' salts are small); with moments, seeds their eps on the host with that key
 
 
 HOST_STEP_DRAWS = 2**16
-"""Most standard normals a chunk's steps may take from the host (L x M x K): about a
-millisecond of NumPy per chunk. Above it (the paper's E3 and E4, K = 25,250 and more) the
-steps draw them in the program as before, where NumPy's 15 ms per chunk of 50 iterations
-made each iteration a fifth slower and the generator's compilation is a small part of the
+"""Most standard normals a chunk's steps may take from the host (L x M x K). Above it (the
+paper's E3 and E4, K = 25,250 and more) the steps draw them in the program: there NumPy's
+draws would slow every iteration, and the generator's compilation is a small part of the
 chunk's (benchmarks/README.md)."""
 
 
