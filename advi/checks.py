@@ -14,7 +14,9 @@ the gradient's warning after a run that stopped early also names running longer,
   :func:`z_threshold`, the two-sided Bonferroni bound at level :data:`GRAD_ALPHA` over
   the K coordinates) and above :data:`GRAD_SHIFT`. On a Gaussian posterior the mean-field
   optimum has ``sd_k**2 = 1 / precision_kk``, so ``sd_k * dELBO/dmu_k`` is about minus the
-  distance of mu_k from the optimum in q-sds; the z-score alone would flag any
+  distance of mu_k from the optimum in q-sds (for a mean-field q narrower than its optimum,
+  divided by ``sd_k / sd_k*`` as the same draws estimate it: :func:`optimum_factor`; a q
+  below a fifth of its optimum's sd warns on its scale); the z-score alone would flag any
   stochastic-gradient fit given enough draws, the shift says the distance matters;
 - Pareto k-hat (Yao et al. 2018; Vehtari et al. 2024) of the log weights ``log p - log q``
   at the gradient check's own draws (their values come with the gradients) not finite
