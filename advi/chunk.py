@@ -89,7 +89,7 @@ def _monitored(family: Family, params: Any) -> Array:
 def make_chunk(alg: Algorithm, family: Family, probe: Callable | None, moments: bool,
                hold: bool) -> Callable:
     """The chunk of ``num_steps`` iterations, ``(state, eta, key, salt, num_steps, data[,
-    trace_eps, step_eps]) -> out``; iteration k's minibatches and redraws come from
+    trace_eps, steps_eps]) -> out``; iteration k's minibatches and redraws come from
     ``fold_in(fold_in(key, salt), k)``, and so do its draws without ``moments``.
 
     Without ``moments``, ``out`` is ``(state, values_finite)``: the log density was finite
@@ -99,7 +99,7 @@ def make_chunk(alg: Algorithm, family: Family, probe: Callable | None, moments: 
     ChunkMoments)`` whose ``draws`` are ``T(average, trace_eps)``, ``trace_eps`` (S, K)
     standard normals: the host evaluates their log density by the compiled value and
     gradient, so the chunk holds no second copy of the model (a third of its compilation
-    on the suite's small models: benchmarks/README.md). Its steps' draws are ``step_eps``
+    on the suite's small models: benchmarks/README.md). Its steps' draws are ``steps_eps``
     where given, (L, M, K), L >= ``num_steps``, the k-th step's row k, drawn on the host
     (:meth:`advi.compiled.CompiledADVI.run`): a generator in the loop was a third of the
     chunk's compilation (benchmarks/README.md).
@@ -108,7 +108,7 @@ def make_chunk(alg: Algorithm, family: Family, probe: Callable | None, moments: 
     The steps read the data by :func:`advi.loops.loop_data` (``hold``: False for steps
     with a redraw loop)."""
     def chunk(state: ADVIState, eta: Array, key: Array, salt: Array, num_steps: Array,
-              data: Any, trace_eps: Array | None = None, step_eps: Array | None = None
+              data: Any, trace_eps: Array | None = None, steps_eps: Array | None = None
               ) -> Any:
         run_key, (held, read) = jax.random.fold_in(key, salt), loop_data(data, hold)
 
@@ -118,7 +118,7 @@ def make_chunk(alg: Algorithm, family: Family, probe: Callable | None, moments: 
         def body(carry: tuple[Array, ADVIState, list, ChunkMoments | None]) -> Any:
             k, s, h, m = carry
             d, h = read(h)
-            eps = None if step_eps is None else step_eps[k]
+            eps = None if steps_eps is None else steps_eps[k]
             new = alg.step(s, jax.random.fold_in(run_key, s.iteration), eta, d, eps)[0]
             if m is None:
                 return k + 1, new, h, m

@@ -10,7 +10,7 @@ fit. :meth:`CompiledADVI.setup` (the initial q and the Laplace start) then runs 
   seed; ``begin(params) -> state``: a fresh state there;
 - with the Laplace start, the log density's value and gradient, and -H by differences of it
   or by the exact Hessian compiled on first call (:func:`advi.curvature.cheaper_precision`);
-- ``chunk(state, eta, key, salt, num_steps, data[, trace_eps, step_eps])``
+- ``chunk(state, eta, key, salt, num_steps, data[, trace_eps, steps_eps])``
   (:func:`advi.chunk.make_chunk`): any number of iterations at any eta, so the eta search,
   the main loop and restarts share one compilation; iteration k draws from
   ``fold_in(fold_in(key, salt), k)``, whatever the chunks. Its steps compute the gradient
