@@ -94,10 +94,14 @@ class StoppingRule(Protocol):
 
 class RestartPolicy(NamedTuple):
     """``next_eta(eta) -> smaller eta or None``; ``limit`` says where it stops, for the
-    error message."""
+    error message. At iteration 0, where no eta can mend the initial q's own non-finite
+    draws, the first ``narrowings`` restarts keep eta and start from ``narrow(params)``
+    instead (a q with smaller scales), where ``narrow`` is given."""
 
     next_eta: Callable[[float], float | None]
     limit: str
+    narrow: Callable[[Any], Any] | None = None
+    narrowings: int = 0
 
 
 class Outcome(NamedTuple):
@@ -238,9 +242,18 @@ def drive(
 
 def _restart(runner: Any, rule: StoppingRule, policy: RestartPolicy, rec: _Record,
              state: ADVIState, cause: str, make_result: Callable) -> ADVIState:
-    """A fresh optimiser at ``rule.fallback(state)`` with the policy's smaller eta."""
+    """A fresh optimiser at ``rule.fallback(state)`` with the policy's smaller eta (at
+    iteration 0, first with q narrowed and the same eta: :class:`RestartPolicy`)."""
     start = rule.fallback(state)
     it, new_eta = int(start.iteration), policy.next_eta(rec.eta)
+    if it == 0 and policy.narrow is not None and (
+            sum(r[0] == 0 for r in rec.restarts) < policy.narrowings):
+        rec.restarts.append((it, rec.eta, rec.eta))
+        rec.note(f"{cause} at iteration 0 with eta={rec.eta:g}; restarting with q's scales "
+                 "narrowed")
+        rule.restarted()
+        return fresh_state(policy.narrow(start.params), runner.optimizer, start.iteration,
+                           start.redraws)
     if new_eta is None:
         at_start = ("; no eta helps at iteration 0, where the initial q's own draws fail: "
                     "start elsewhere (init='zero', another rng_key) or fit in float64"

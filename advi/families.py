@@ -63,6 +63,14 @@ def host_standard_normal(rng_key: Array | np.ndarray, shape: tuple[int, ...], dt
     return rng.standard_normal(shape, np.float64 if wide else np.float32).astype(dtype)
 
 
+def narrowed(params: Any, factor: float) -> Any:
+    """A mean-field or full-rank q's parameters with every scale times ``factor`` (omega +
+    log factor, or L times factor) and the same mean."""
+    if hasattr(params, "omega"):
+        return params._replace(omega=params.omega + math.log(factor))
+    return params._replace(L=params.L * factor)
+
+
 def computed_once(zeta: Array | np.ndarray) -> Array:
     """``zeta`` (draws of q, any shape) computed once before the log density reads it:
     ``jax.lax.optimization_barrier``, which stops XLA from fusing the draws' computation

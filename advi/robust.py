@@ -34,6 +34,7 @@ from jax import Array
 
 from .chunk import ChunkMoments
 from .driver import RestartPolicy, Row, Verdict
+from .families import narrowed
 from .stationarity import (
     RHAT_SPLITS,
     TRAVEL_SD,
@@ -96,9 +97,11 @@ class _Trace:
         bounds = [self.prefix[-1 - i] if i < len(self.prefix) else self.base
                   for i in range(size, -1, -size // pieces)]
         sums = np.empty((2, pieces, bounds[0][0].size))
-        for piece, (lower, upper) in enumerate(zip(bounds, bounds[1:], strict=False)):
-            np.subtract(upper[0], lower[0], out=sums[0, piece])
-            np.subtract(upper[1], lower[1], out=sums[1, piece])
+        # a chunk whose moments overflowed leaves inf - inf = nan: not stationary, silently
+        with np.errstate(invalid="ignore"):
+            for piece, (lower, upper) in enumerate(zip(bounds, bounds[1:], strict=False)):
+                np.subtract(upper[0], lower[0], out=sums[0, piece])
+                np.subtract(upper[1], lower[1], out=sums[1, piece])
         return sums[0], sums[1]
 
     def rhat(self, chunk_len: int) -> tuple[bool, float]:
@@ -148,11 +151,19 @@ class _Trace:
         return self.averaged[1]
 
 
+START_NARROWING, START_NARROWINGS = 0.1, 3
+"""At iteration 0 the robust preset's first 3 restarts narrow q's scales 10-fold each, at
+the same eta: a random start's unit scales that put almost every draw where the gradient
+is not finite (the small stochastic volatility model's full-rank q from a random start:
+no eta helped) reach 1e-3 of them before eta steps down."""
+
 POLICY = RestartPolicy(
     next_eta=lambda eta: eta / 10 if eta / 10 >= SMALLEST_ETA else None,
     limit=f"the smallest eta the robust preset tries ({SMALLEST_ETA:g})",
+    narrow=lambda params: narrowed(params, START_NARROWING), narrowings=START_NARROWINGS,
 )
-"""The robust preset's restarts: eta / 10, down to :data:`SMALLEST_ETA`."""
+"""The robust preset's restarts: eta / 10, down to :data:`SMALLEST_ETA`; at iteration 0,
+first q narrowed (:data:`START_NARROWING`)."""
 
 
 class StationarityRule:

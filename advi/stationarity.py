@@ -90,10 +90,11 @@ def split_rhat(sums: np.ndarray, sumsqs: np.ndarray, chunk_len: int,
     # each piece's variance, (sum of squares - n mean^2) / (n - 1), in place: a window of
     # E3's 50,500 quantities is tested after every chunk, on the host
     variances = np.multiply(s, means)
-    np.subtract(ss, variances, out=variances)
-    np.maximum(variances, 0.0, out=variances)
-    within = variances.mean(0) / (n - 1)
-    between_over_n = means.var(0, ddof=1)
+    with np.errstate(invalid="ignore"):  # inf - inf: nan, read as not stationary
+        np.subtract(ss, variances, out=variances)
+        np.maximum(variances, 0.0, out=variances)
+        within = variances.mean(0) / (n - 1)
+        between_over_n = means.var(0, ddof=1)
     # R-hat^2 = ((n - 1) / n W + B / n) / W
     ratio = np.divide(between_over_n, within, out=np.zeros_like(within), where=within > 0)
     ratio += (n - 1) / n

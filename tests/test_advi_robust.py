@@ -309,6 +309,24 @@ def test_sizes_are_checked_before_any_allocation():
         advi.fit(empty, rng_key=KEY)
 
 
+@pytest.mark.parametrize("family", ["meanfield", "fullrank"])
+def test_a_start_whose_draws_all_fail_is_narrowed_not_given_a_smaller_eta(family):
+    """p = N(0, 0.1^2) in 10 coordinates, NaN (value and gradient) outside |z_k| < 0.5;
+    q starts at N(0, I), where a draw is finite with probability 0.38^10: at iteration 0
+    no eta helps (with eta steps alone the fit raised), so the restart keeps eta and
+    narrows q 10-fold, and the fit reaches the posterior."""
+    def log_density(z):
+        return -0.5 * jnp.sum((z / 0.1) ** 2) + 0.0 * jnp.sum(jnp.sqrt(0.25 - z**2))
+
+    with pytest.warns(RuntimeWarning, match="at iteration 0 .* scales narrowed"):
+        result = advi.fit(advi.from_log_density(log_density, 10), rng_key=KEY,
+                          preset="robust", start="init", init="zero", dtype=None,
+                          family=family, khat_samples=0)
+    assert result.restarts[0] == (0, 0.1, 0.1) and result.eta == 0.1
+    sd = np.asarray(advi.get_family(family).std(result.params))
+    assert np.all(np.abs(np.asarray(result.params.mu)) < 0.1) and np.all(np.abs(sd - 0.1) < 0.02)
+
+
 @pytest.mark.parametrize("preset", ["stan", "robust"])
 def test_redrawn_draws_are_counted(preset):
     # -inf on the slab z_0 > 1.5 (7% of a standard normal's mass): those draws are redrawn;
