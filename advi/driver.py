@@ -248,9 +248,10 @@ def _restart(runner: Any, rule: StoppingRule, policy: RestartPolicy, rec: _Recor
     it, new_eta = int(start.iteration), policy.next_eta(rec.eta)
     if it == 0 and policy.narrow is not None and (
             sum(r[0] == 0 for r in rec.restarts) < policy.narrowings):
-        rec.restarts.append((it, rec.eta, rec.eta))
-        rec.note(f"{cause} at iteration 0 with eta={rec.eta:g}; restarting with q's scales "
-                 "narrowed")
+        rec.restarts.append((it, rec.eta, rec.eta))  # in ADVIResult.restarts; no warning:
+        # the fit goes on as from any start, and its own checks judge where it ends
+        logger.info("%s at iteration 0 with eta=%g; restarting with q's scales narrowed",
+                    cause, rec.eta)
         rule.restarted()
         return fresh_state(policy.narrow(start.params), runner.optimizer, start.iteration,
                            start.redraws)
