@@ -186,12 +186,17 @@ def host_draws(params: Any, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
 def scaled_gradients(value_and_grad: Callable[[np.ndarray, Any], tuple[Any, Any]],
                      params: Any, rng_key: Array, data: Any, salt: int = CHECK_SALT
                      ) -> tuple[tuple, tuple, np.ndarray]:
-    """The gradient check's moments: ``(gradient_moments(g), gradient_moments(g * eps + 1),
+    """The gradient check's moments: ``(gradient_moments(g), gradient_moments(c + 1),
     log_weights)`` of ``g = sd_k * d log p / d zeta_k`` at the draws ``zeta = T(params, eps)``
     (:func:`host_draws`), ``eps`` (:data:`GRAD_DRAWS`, K) from ``rng_key``
     and ``salt`` (:func:`advi.families.host_standard_normal`). The mean of ``g``
-    is ``sd * dELBO/dmu`` (the entropy does not depend on mu), that of ``g * eps + 1`` is
-    ``dELBO/domega`` for a mean-field q (omega = log sd); ``log_weights`` ((GRAD_DRAWS,)
+    is ``sd * dELBO/dmu`` (the entropy does not depend on mu); ``c`` are the terms of the
+    sample covariance of ``g`` and ``eps`` (:func:`_covariance_terms`), whose mean plus 1
+    is ``dELBO/domega`` for a mean-field q (omega = log sd; E[g eps] = Cov(g, eps) as
+    E[eps] = 0). Centred, the estimate carries no noise from g's mean: a q far from its
+    optimum adds ``mean(g) * eps`` to each raw term ``g * eps``, which hid a q at a sixth of
+    its optimum's sd (its offset then read within one optimum sd, its narrowness within
+    the noise). ``log_weights`` ((GRAD_DRAWS,)
     float64, ``log p(zeta) - log q(zeta)`` of the same draws, the values that came with the
     gradients) are what the k-hat check tests.
 
@@ -210,7 +215,22 @@ def scaled_gradients(value_and_grad: Callable[[np.ndarray, Any], tuple[Any, Any]
     with np.errstate(invalid="ignore", over="ignore"):  # non-finite rows are dropped
         scaled = np.stack(grads).astype(np.float64) * std
         log_weights = np.asarray(values, np.float64) - log_q
-        return gradient_moments(scaled), gradient_moments(scaled * eps + 1), log_weights
+        return gradient_moments(scaled), gradient_moments(_covariance_terms(scaled, eps)
+                                                          + 1), log_weights
+
+
+def _covariance_terms(scaled: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """(S, K) float64 terms whose mean over the finite rows is the sample covariance
+    (ddof 1) of ``scaled`` (S, K) and ``eps`` (S, K), coordinate by coordinate:
+    ``(g - mean g) (eps - mean eps) n / (n - 1)``, each mean over the n finite rows of
+    ``scaled`` (non-finite rows stay non-finite)."""
+    finite = np.all(np.isfinite(scaled), axis=-1)
+    n = int(finite.sum())
+    if n < 2:
+        return scaled * eps
+    eps = np.asarray(eps, np.float64)
+    centred = (scaled - scaled[finite].mean(0)) * (eps - eps[finite].mean(0))
+    return centred * (n / (n - 1))
 
 
 def _khat_note(log_weights: np.ndarray) -> str | None:

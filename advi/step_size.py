@@ -91,7 +91,10 @@ def get_optimizer(name: str | optax.GradientTransformation) -> optax.GradientTra
 
     ``"stan"`` is :func:`scale_by_stan_step_size` (the paper's sequence); ``"adam"``,
     ``"rmsprop"``, ``"adagrad"`` are optax's ``scale_by_adam``, ``scale_by_rms``,
-    ``scale_by_rss``; ``"sgd"`` is the identity. A name may carry numeric keyword
+    ``scale_by_rss``; ``"sgd"`` is the identity. Each named one runs on the parameters
+    raveled into one vector (``optax.flatten``): the same elementwise arithmetic, in one
+    array operation where a per-leaf state took one per leaf (about a tenth of a small
+    model's chunk to compile: benchmarks/README.md). A name may carry numeric keyword
     arguments of its factory, e.g. ``"adam(b2=0.99)"`` (a string, so that it can key the
     cache of compiled functions as a preset's value). The ADVI loop multiplies the result
     by eta.
@@ -115,7 +118,7 @@ def get_optimizer(name: str | optax.GradientTransformation) -> optax.GradientTra
                          "with numeric arguments as in 'adam(b2=0.99)', or an optax transform")
     kwargs = _spec_arguments(name, match.group(2))
     try:
-        return factories[match.group(1)](**kwargs)
+        return optax.flatten(factories[match.group(1)](**kwargs))
     except TypeError as err:
         raise ValueError(f"optimizer={name!r}: {err}") from None
 

@@ -162,6 +162,24 @@ def test_a_narrow_q_is_judged_in_the_optimums_standard_deviations():
                                   [1.0, 1.0])
 
 
+def test_the_log_sd_gradient_carries_no_noise_from_the_means_offset():
+    """p = N(0, 2^2) per coordinate, q = N(mu, 0.3^2) with mu 30 and 0 (15 and 0 optimum
+    sds off): dELBO/dlog sd = 1 - (0.3 / 2)^2 = 0.9775 in both coordinates. As the sample
+    covariance of g = sd * grad log p and eps, its standard error is about
+    0.0225 sqrt(2 / 200) in both, where the raw mean of g * eps + 1 would carry
+    mean(g) * eps, an error of 2.25 / sqrt(200) = 0.16 at mu = 30, enough to hide a q at
+    a sixth of its optimum's sd."""
+    target = advi.from_log_density(lambda z: -0.5 * jnp.sum((z / 2.0) ** 2), 2)
+    params = advi.MeanFieldParams(jnp.array([30.0, 0.0]), jnp.log(jnp.full(2, 0.3)))
+    _, (mean, se, n), _ = checks.scaled_gradients(_value_and_grad(target), params,
+                                                  jax.random.PRNGKey(1), target.data)
+    assert n == checks.GRAD_DRAWS
+    assert np.all(se < 0.005), se
+    np.testing.assert_allclose(mean, 1 - 0.15**2, atol=4 * float(se.max()))
+    # and the narrow flag sees it beyond the z bound (c = 0.0225 < NARROW_FLOOR)
+    assert np.all((mean - (1 - checks.NARROW_FLOOR)) / se > checks.z_threshold(2))
+
+
 @pytest.mark.parametrize("family", [advi.MEANFIELD, advi.FULLRANK])
 def test_the_checks_host_draws_are_the_familys(family):
     """The check's NumPy draws, sds and log q are the family's JAX functions' values."""

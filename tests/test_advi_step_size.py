@@ -1,7 +1,9 @@
 """The step-size sequence of Appendix E against a hand-computed two-step example."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 import advi
@@ -56,7 +58,26 @@ def test_an_optimizer_name_may_carry_numeric_arguments():
     for spec, b2 in specs:
         opt = advi.get_optimizer(spec)
         _, state = opt.update(grad, opt.init(params), params)
-        np.testing.assert_allclose(state.nu["x"], (1 - b2) * grad["x"] ** 2, rtol=1e-6)
+        # the state is optax.flatten's: the inner state on the raveled parameters
+        np.testing.assert_allclose(state.nu, (1 - b2) * grad["x"] ** 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name, factory", [
+    ("adam", optax.scale_by_adam), ("rmsprop", optax.scale_by_rms),
+    ("adagrad", optax.scale_by_rss), ("stan", advi.scale_by_stan_step_size)])
+def test_a_named_optimizer_steps_as_its_factory_on_each_leaf(name, factory):
+    """The raveled optimiser (optax.flatten) takes the steps its factory takes on the
+    pytree itself, over several steps and leaves of different shapes."""
+    params = {"mu": jnp.zeros(3), "L": jnp.eye(2)}
+    flat, plain = advi.get_optimizer(name), factory()
+    flat_state, plain_state = flat.init(params), plain.init(params)
+    for k in range(4):
+        grad = jax.tree.map(lambda p, k=k: jnp.cos(jnp.arange(p.size) + k).reshape(p.shape),
+                            params)
+        ours, flat_state = flat.update(grad, flat_state, params)
+        theirs, plain_state = plain.update(grad, plain_state, params)
+        for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("spec, match", [
