@@ -45,7 +45,10 @@ the variances multiplied by up to rho / (1 - rho) (rho < 1 the largest eigenvalu
 C: about 0 on Gaussian posteriors, large on hierarchical funnels such as eight schools). So
 the diagnostic is the variance inflation of each coordinate by the coupling,
 [Cov_LR]_kk / [A^-1]_kk (at most 1 / (1 - rho); 1 on a Gaussian posterior); above
-:data:`LR_INFLATION_MAX` the coordinate is named in a warning. On the
+:data:`LR_INFLATION_MAX` the coordinate is named in a warning. Where rho >= 1 (A - C
+not positive definite while A is: Neal's funnel, the centred eight schools at about half
+of its converged fits' seeds) there is no covariance to return, and the error names the
+coordinates of the cancelled direction. On the
 cases of ``benchmarks/bench_covariance.py`` the inflation stays near 1 wherever Cov_LR
 matches the reference posterior and is several times larger for eight schools' log tau,
 where it does not (measurements: benchmarks/README.md, "Measurements behind the library's
@@ -131,12 +134,52 @@ def _elbo_hessian(approximation: Any, rng_key: Array, num_draws: int) -> np.ndar
     return 0.5 * (hessian + hessian.T)
 
 
+def _scaled(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``matrix`` scaled to a unit diagonal, and the scales (sqrt |diagonal|; 1 where the
+    diagonal is zero)."""
+    scale = np.sqrt(np.abs(np.diagonal(matrix)))
+    scale = np.where(scale > 0, scale, 1.0)
+    return matrix / np.outer(scale, scale), scale
+
+
+def _definite(matrix: np.ndarray) -> bool:
+    """Whether a symmetric float64 matrix is positive definite (Cholesky after scaling)."""
+    try:
+        np.linalg.cholesky(_scaled(matrix)[0])
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
+
+def _coupling_message(schur: np.ndarray, names: tuple[str, ...]) -> str:
+    """The error where -H's mu-block is positive definite but its Schur complement is not:
+    the coupling of q's mean to its variances cancels the curvature along the direction of
+    the latter's smallest eigenvalue (the correction's rho >= 1, module docstring), named
+    by its largest components."""
+    values, vectors = np.linalg.eigh(_scaled(schur)[0])
+    weights = vectors[:, 0] ** 2
+    top = [k for k in np.argsort(-weights)[:MAX_NAMED] if weights[k] >= 0.05]
+    named = ", ".join(f"{_label(names, k)} {weights[k]:.0%}" for k in top)
+    return (
+        "the linear-response covariance is undefined for this q: the ELBO's curvature in q's "
+        "means is cancelled by their coupling to q's variances along a direction made mostly "
+        f"of {named} (smallest eigenvalue {values[0]:.3g} of the Schur complement after "
+        "unit-diagonal scaling, where the mu-block alone is positive definite): either q is "
+        "not at a maximum of the ELBO along it, or the posterior is too far from Gaussian "
+        "there (e.g. a funnel's scale) for q's means to follow a tilt of it, which refitting "
+        "does not mend; use a full-rank q (family=\"fullrank\"), a non-centred "
+        "parameterisation, or MCMC")
+
+
+def _label(names: tuple[str, ...], k: int) -> str:
+    """Coordinate k's name, with its place in zeta where the name is a site's."""
+    return names[k] if names[k] == f"zeta[{k}]" else f"{names[k]} (zeta[{k}])"
+
+
 def _inverse(matrix: np.ndarray, what: str) -> np.ndarray:
     """The inverse of a symmetric positive definite float64 matrix, after a unit-diagonal
     scaling; ValueError (naming ``what`` and the smallest eigenvalue) when it is not."""
-    scale = np.sqrt(np.abs(np.diagonal(matrix)))
-    scale = np.where(scale > 0, scale, 1.0)
-    scaled = matrix / np.outer(scale, scale)
+    scaled, scale = _scaled(matrix)
     try:
         chol = np.linalg.cholesky(scaled)
     except np.linalg.LinAlgError:
@@ -188,8 +231,11 @@ def linear_response(approximation: Any, rng_key: Array | None = None,
         ValueError: for a full-rank q, an odd or too small ``num_draws``, a minibatched
             target without a full-data log density, or when q is not at a maximum of the
             ELBO (the fit did not converge): E_q of a second derivative of log p >= 0, or
-            a Schur complement that is not positive definite (naming its smallest
-            eigenvalue).
+            a mu-block of -H that is not positive definite (naming its smallest
+            eigenvalue); and where the mu-block is but its Schur complement is not (the
+            coupling of q's mean to its variances cancels the curvature: rho >= 1 in the
+            module docstring, a funnel's scale), naming the coordinates of that direction
+            and the remedies.
     """
     if not isinstance(approximation.params, MeanFieldParams):
         raise ValueError("method='linear_response' corrects a mean-field q; this q is "
@@ -207,11 +253,13 @@ def linear_response(approximation: Any, rng_key: Array | None = None,
             f"E_q of the log density's second derivative is >= 0 along {int(np.sum(d <= 0))}"
             " coordinates: q is not at a maximum of the ELBO, so its linear response is "
             "undefined; refit to convergence")
-    # the Schur complement: the mu-block of the inverse
-    cov = _inverse(a - (b / d) @ b.T, "the negative Hessian of the ELBO at q")
     uncoupled = np.diagonal(_inverse(a, "the mu-block of the negative ELBO Hessian")).copy()
-    return LinearResponse(cov, uncoupled, np.diagonal(cov) / uncoupled,
-                          _coordinate_names(approximation.target))
+    names = _coordinate_names(approximation.target)
+    schur = a - (b / d) @ b.T  # the Schur complement: the mu-block of the inverse
+    if not _definite(schur):
+        raise ValueError(_coupling_message(schur, names))
+    cov = _inverse(schur, "the negative Hessian of the ELBO at q")
+    return LinearResponse(cov, uncoupled, np.diagonal(cov) / uncoupled, names)
 
 
 def linear_response_covariance(approximation: Any, rng_key: Array | None = None,
@@ -242,8 +290,7 @@ def linear_response_covariance(approximation: Any, rng_key: Array | None = None,
     if flagged.size:
         worst = flagged[np.argsort(-lr.inflation[flagged])][:MAX_NAMED]
         own = np.exp(np.asarray(approximation.params.omega, np.float64))
-        parts = [f"{lr.names[k]}" + ("" if lr.names[k] == f"zeta[{k}]" else f" (zeta[{k}])")
-                 + f": sd {np.sqrt(lr.covariance[k, k]):.3g}, "
+        parts = [f"{_label(lr.names, k)}: sd {np.sqrt(lr.covariance[k, k]):.3g}, "
                  f"{np.sqrt(lr.uncoupled_variance[k]):.3g} without the coupling (variance "
                  f"x{lr.inflation[k]:.3g}), q's own {own[k]:.3g}" for k in worst]
         more = f" and {flagged.size - worst.size} more" if flagged.size > worst.size else ""
