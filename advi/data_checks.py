@@ -61,6 +61,20 @@ def describe(path: tuple) -> str:
     return f"{first.key!r}{inner}"
 
 
+def check_not_pandas(path: tuple, leaf: Any) -> None:
+    """ValueError where a model argument (``leaf``, at the key ``path`` of
+    :func:`describe`) is a pandas object (Series, DataFrame, Index, ...), naming it and what
+    to pass instead: only arrays become the fit's data, and a pandas object left in the
+    model meets JAX's traced values in its arithmetic, where it fails with a tracer error
+    that names neither. pandas itself is not imported (its objects are told by their
+    module)."""
+    if (type(leaf).__module__ or "").split(".")[0] == "pandas":
+        raise ValueError(
+            f"model argument {describe(path)} is a pandas {type(leaf).__name__}; pass its "
+            "values as an array (.to_numpy(), one per column of a DataFrame): only array "
+            "arguments become the fit's data")
+
+
 def named_arrays(model_args: tuple, model_kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
     """(description, array) of each array leaf of the model's arguments (:func:`describe`)."""
     paths_leaves = jax.tree_util.tree_flatten_with_path((tuple(model_args), dict(model_kwargs)))[0]

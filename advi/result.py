@@ -42,9 +42,12 @@ class Approximation(NamedTuple):
         later fits of the same model and shapes, see ``Target.cache_key``).
 
         Returns:
-            dict site name -> array of shape (num_samples, *site_shape): JAX arrays of
-            q's dtype, or, after a float64 fit (:mod:`advi.precision`), float64 NumPy
-            arrays, so that later operations keep float64 where JAX's default is float32.
+            dict latent site name -> array of shape (num_samples, *site_shape): JAX
+            arrays of q's dtype, or, after a float64 fit (:mod:`advi.precision`), float64
+            NumPy arrays, so that later operations keep float64 where JAX's default is
+            float32. A NumPyro model's ``numpyro.deterministic`` sites are not among them:
+            ``ADVIResult.to_inference_data`` adds them (by ``numpyro.infer.Predictive``),
+            as does ``Predictive`` with ``ADVIResult.numpyro_guide()``.
 
         Raises:
             ADVIError: where some draw of a site is not finite (T^-1 overflows the float

@@ -230,7 +230,8 @@ def from_numpyro(
     Raises:
         ValueError: for B < 1, B > N (naming both numbers), no plate to subsample, param
             sites, discrete latent sites (naming the site), array arguments with non-finite
-            values (naming the argument and the count), an empty plate (naming the plate
+            values (naming the argument and the count), pandas objects as arguments
+            (naming the argument), an empty plate (naming the plate
             and the empty arguments) or an empty observed site (naming it and its shape);
             all before any compilation.
 
@@ -317,7 +318,7 @@ def _split_data(
 
     Raises:
         ValueError: when a floating-point array holds NaN or inf, naming the argument (its
-            position or keyword) and the count.
+            position or keyword) and the count; for a pandas object, naming the argument.
     """
     paths_leaves, treedef = jax.tree_util.tree_flatten_with_path(
         (tuple(model_args), dict(model_kwargs))
@@ -325,6 +326,7 @@ def _split_data(
     leaves = [leaf for _, leaf in paths_leaves]
     is_array = [isinstance(leaf, (jax.Array, np.ndarray)) for leaf in leaves]
     for (path, leaf), array in zip(paths_leaves, is_array, strict=True):
+        data_checks.check_not_pandas(path, leaf)
         if array and jnp.issubdtype(leaf.dtype, jnp.inexact):
             bad = int(np.size(leaf) - np.count_nonzero(np.isfinite(np.asarray(leaf))))
             if bad:

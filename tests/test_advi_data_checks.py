@@ -62,6 +62,22 @@ def test_empty_plate_names_the_empty_argument(caplog):
     assert isinstance(info.value.__cause__, AssertionError)
 
 
+def test_a_pandas_argument_is_named_before_compiling(caplog):
+    """A Series is not an array: left in the model it meets JAX's traced values and fails
+    with a tracer error naming neither; it is named first, with what to pass instead."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"y": RNG.normal(size=20)})
+    with pytest.raises(ValueError, match=r"argument number 1 is a pandas Series; pass its "
+                       r"values as an array \(\.to_numpy\(\)"):
+        fit(location_scale, frame["y"], caplog=caplog)
+    with pytest.raises(ValueError, match=r"argument 'X' is a pandas DataFrame"):
+        advi.from_numpyro(regression, (), {"X": frame, "y": frame["y"].to_numpy()})
+    # its values fit
+    result = advi.fit(location_scale, frame["y"].to_numpy(np.float32),
+                      rng_key=jax.random.PRNGKey(0), max_iter=20)
+    assert np.isfinite(float(result.params.mu[0]))
+
+
 def test_empty_design_matrix_is_named_by_keyword():
     with pytest.raises(ValueError, match=r"argument 'X' \(shape \(0, 3\)\)"):
         advi.from_numpyro(regression, (), {"X": jnp.zeros((0, 3)), "y": jnp.zeros(0)})
