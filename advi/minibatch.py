@@ -13,8 +13,9 @@ devices (:func:`jax.lax.with_sharding_constraint`), each device reads and evalua
 of the minibatch and XLA reduces the log likelihood and its gradient across them.
 
 :func:`data_plate` picks the plate, :func:`seeder` seeds the model with that plate
-subsampled (:class:`subsample_plate`), and :func:`check_minibatch_size` refuses a bad B
-before any tracing; :func:`advi.target.from_numpyro` calls them.
+subsampled (:class:`subsample_plate`), :func:`check_minibatch_size` refuses a bad B
+before any tracing, and :func:`check_indexed` names a model that does not index its data
+by the plate's indices; :func:`advi.target.from_numpyro` calls them.
 """
 
 from __future__ import annotations
@@ -101,6 +102,28 @@ def pool_scale(num_data: Any, plate: str | None, plates: dict[str, int]) -> floa
         raise ValueError(f"num_data={num_data} applies to a subsampled data plate; give "
                          "minibatch_size as well")
     return int(num_data) / plates[plate]
+
+
+def check_indexed(trace: Callable[[], Any], plate: str, size: int, num_data: int) -> None:
+    """Run ``trace()`` (an abstract trace of the log density with ``plate`` subsampled to
+    ``size`` of its ``num_data`` indices, the full model's trace having succeeded) and turn
+    its ValueError or TypeError into one that names the cause: the model takes its data
+    whole instead of by the plate's indices (``obs=y`` where ``obs=y[idx]`` is needed), so
+    B-row and N-row arrays meet.
+
+    Raises:
+        ValueError: naming the plate, B, N, the model's own error and the remedy.
+    """
+    try:
+        trace()
+    except (ValueError, TypeError) as err:
+        raise ValueError(
+            f"with minibatch_size={size}, the data plate {plate!r} hands the model {size} of "
+            f"its {num_data} indices, and the model then fails ({type(err).__name__}: "
+            f"{str(err)[:200]}): it takes its data whole, not by the plate's indices. Index "
+            f"every array of the plate's rows by them: with numpyro.plate({plate!r}, "
+            f"{num_data}) as idx: numpyro.sample(..., obs=y[idx]) (and X[idx] for the "
+            "predictors)") from err
 
 
 def check_minibatch_size(minibatch_size: Any) -> None:

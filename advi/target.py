@@ -231,7 +231,8 @@ def from_numpyro(
         ValueError: for B < 1, B > N (naming both numbers), no plate to subsample, param
             sites, discrete latent sites (naming the site), array arguments with non-finite
             values (naming the argument and the count), pandas objects as arguments
-            (naming the argument), an empty plate (naming the plate
+            (naming the argument), a minibatched model that does not index its data by
+            the data plate's indices (naming the plate, B and N), an empty plate (naming the plate
             and the empty arguments) or an empty observed site (naming it and its shape);
             all before any compilation.
 
@@ -266,6 +267,10 @@ def from_numpyro(
         model_trace = trace(conditioned(seeded(None), zeta)).get_trace(*args, **kwargs)
         return {name: model_trace[name]["value"] for name in probe.shapes}
 
+    if plate is not None and minibatch_size is not None:  # abstract, nothing compiled
+        minibatch.check_indexed(lambda: jax.eval_shape(
+            lambda d: log_joint(seeded(None), jnp.zeros(dim), d), data), plate,
+            int(minibatch_size), probe.plates[plate])
     return Target(
         log_density_fn=lambda zeta, rng_key, data: log_joint(seeded(rng_key), zeta, data),
         constrain_fn=constrain,

@@ -75,6 +75,22 @@ def test_several_plates_need_a_name_and_a_name_works():
     assert target.num_data == 10
 
 
+def test_a_minibatched_model_that_takes_its_data_whole_is_named():
+    """obs=x instead of obs=x[idx]: with B of N indices the plate's B rows meet x's N, a
+    broadcasting error inside NumPyro; it is named with the plate, B, N and the remedy,
+    before any compilation (the same model fits without minibatches)."""
+    def whole(x):
+        lam = numpyro.sample("lam", dist.Exponential(1.0))
+        with numpyro.plate("rows", x.shape[0]):
+            numpyro.sample("x", dist.Poisson(lam), obs=x)
+
+    x = jnp.ones(40)
+    with pytest.raises(ValueError, match=r"minibatch_size=8, the data plate 'rows' hands the "
+                       r"model 8 of its 40 indices.*obs=y\[idx\]"):
+        advi.from_numpyro(whole, (x,), minibatch_size=8)
+    assert advi.from_numpyro(whole, (x,)).dim == 1
+
+
 @pytest.mark.parametrize("size, match", [
     (11, "minibatch_size=11 is larger .* N=10 in plate 'rows'"),
     (0, "minibatch_size=0 must be >= 1"),
