@@ -194,16 +194,15 @@ def scaled_gradients(value_and_grad: Callable[[np.ndarray, Any], tuple[Any, Any]
     linear in eps (a Gaussian posterior's) then carries no Monte Carlo noise into the
     location's mean, where q's own spread hid a mean-field q's offset along a correlated
     posterior's ridge (25 predictors, the Stan preset: 1.46 sd off at a z-score of 1.9).
-    The mean of ``g``
-    is ``sd * dELBO/dmu`` (the entropy does not depend on mu); ``c`` are the terms of the
-    sample covariance of ``g`` and ``eps`` (:func:`_covariance_terms`), whose mean plus 1
-    is ``dELBO/domega`` for a mean-field q (omega = log sd; E[g eps] = Cov(g, eps) as
-    E[eps] = 0). Centred, the estimate carries no noise from g's mean: a q far from its
-    optimum adds ``mean(g) * eps`` to each raw term ``g * eps``, which hid a q at a sixth of
-    its optimum's sd (its offset then read within one optimum sd, its narrowness within
-    the noise). ``log_weights`` ((GRAD_DRAWS,)
-    float64, ``log p(zeta) - log q(zeta)`` of the same draws, the values that came with the
-    gradients) are what the k-hat check tests.
+    The mean of ``g`` is ``sd * dELBO/dmu`` (the entropy does not depend on mu); ``c`` are
+    the terms of the sample covariance of ``g`` and ``eps`` (:func:`_covariance_terms`),
+    whose mean plus 1 is ``dELBO/domega`` for a mean-field q (omega = log sd; E[g eps] =
+    Cov(g, eps) as E[eps] = 0). Centred, the estimate carries no noise from g's mean: a q
+    far from its optimum adds ``mean(g) * eps`` to each raw term ``g * eps``, which hid a q
+    at a sixth of its optimum's sd (its offset then read within one optimum sd, its
+    narrowness within the noise). ``log_weights`` ((GRAD_DRAWS,) float64, ``log p(zeta) -
+    log q(zeta)`` of the same draws, the values that came with the gradients) are what
+    the k-hat check tests.
 
     The log density is evaluated one draw at a time by ``value_and_grad(zeta (K,), data)
     -> (log p (), grad (K,))``, a compiled function the fit already has (the Laplace
