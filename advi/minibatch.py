@@ -107,9 +107,9 @@ def pool_scale(num_data: Any, plate: str | None, plates: dict[str, int]) -> floa
 def check_indexed(trace: Callable[[], Any], plate: str, size: int, num_data: int) -> None:
     """Run ``trace()`` (an abstract trace of the log density with ``plate`` subsampled to
     ``size`` of its ``num_data`` indices, the full model's trace having succeeded) and turn
-    its ValueError or TypeError into one that names the cause: the model takes its data
-    whole instead of by the plate's indices (``obs=y`` where ``obs=y[idx]`` is needed), so
-    B-row and N-row arrays meet.
+    its ValueError or TypeError into one that names the likely cause: the model takes its
+    data whole instead of by the plate's indices (``obs=y`` where ``obs=y[idx]`` is
+    needed), so B-row and N-row arrays meet.
 
     Raises:
         ValueError: naming the plate, B, N, the model's own error and the remedy.
@@ -120,7 +120,8 @@ def check_indexed(trace: Callable[[], Any], plate: str, size: int, num_data: int
         raise ValueError(
             f"with minibatch_size={size}, the data plate {plate!r} hands the model {size} of "
             f"its {num_data} indices, and the model then fails ({type(err).__name__}: "
-            f"{str(err)[:200]}): it takes its data whole, not by the plate's indices. Index "
+            f"{str(err)[:200]}), which it did not with all of them: most likely it takes "
+            "its data whole, not by the plate's indices. Index "
             f"every array of the plate's rows by them: with numpyro.plate({plate!r}, "
             f"{num_data}) as idx: numpyro.sample(..., obs=y[idx]) (and X[idx] for the "
             "predictors)") from err
