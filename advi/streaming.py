@@ -51,7 +51,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .compiled import CompiledADVI, CompileSpec
 from .options import Options
-from .target import Target, from_numpyro
+from .target import CONCRETE_ERRORS, Target, from_numpyro
 
 PIECE_ROWS = 256
 """Rows read from a memory map between two ``madvise(MADV_DONTNEED)`` calls: the pages the
@@ -316,8 +316,9 @@ def streamed_target(model: Callable | Target, model_args: tuple,
         rng_key: the fit's raw key; the pools' generator is seeded from it.
 
     Raises:
-        ValueError: as :func:`_settings`, and as :func:`advi.from_numpyro` for the first
-            pool.
+        ValueError: as :func:`_settings`, as :func:`advi.from_numpyro` for the first
+            pool, and for a model that needs concrete values of its arrays (which a pool
+            would replace).
     """
     kwargs = dict(model_kwargs or {})
     streamed = _streamed(model_args, kwargs)
@@ -330,15 +331,27 @@ def streamed_target(model: Callable | Target, model_args: tuple,
     first = feed.next()
     args = tuple(first.get(f"args[{i}]", a) for i, a in enumerate(model_args))
     kwargs = {k: first.get(repr(k), v) for k, v in kwargs.items()}
-    target = from_numpyro(model, args, kwargs, minibatch_size=o.minibatch_size,
-                          minibatch_plate=o.minibatch_plate, num_data=num_rows,
-                          minibatch_sharding=batch_sharding)
+    try:
+        target = from_numpyro(model, args, kwargs, minibatch_size=o.minibatch_size,
+                              minibatch_plate=o.minibatch_plate, num_data=num_rows,
+                              minibatch_sharding=batch_sharding)
+    except CONCRETE_ERRORS as error:
+        raise ValueError(CONCRETE_ROWS) from error
     assert target.numpyro is not None  # from_numpyro always records its model
+    if not target.data:
+        raise ValueError(CONCRETE_ROWS)
     where_args, where_kwargs = target.numpyro.rebuild(tuple(range(len(target.data))))
     slots = {f"args[{i}]": int(where_args[i]) for i in range(len(model_args))
              if f"args[{i}]" in streamed}
     slots.update({repr(k): int(where_kwargs[k]) for k in kwargs if repr(k) in streamed})
     return target, Stream(feed, slots)
+
+
+CONCRETE_ROWS = (
+    "a streamed model takes its arrays as traced arguments, a new pool of rows for every "
+    "compiled call, but this one needs concrete values of them (int(x.sum()), np.mean(x), "
+    "a Python if on a value): compute those outside the model and pass them as Python "
+    "numbers")
 
 
 class StreamedADVI(CompiledADVI):

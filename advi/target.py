@@ -11,6 +11,7 @@ Minibatching (paper Section 2.6), the model's data plate subsampled: :mod:`advi.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
@@ -28,6 +29,8 @@ from numpyro.infer.util import log_density as numpyro_log_density
 
 from . import data_checks, minibatch
 from .transforms import unconstraining_transform
+
+logger = logging.getLogger("advi")
 
 
 class NumPyroModel(NamedTuple):
@@ -52,7 +55,8 @@ class Target(NamedTuple):
 
     The data are kept apart from the functions (``data``, a pytree of arrays) and passed to
     them as an argument, so that compiled code takes the data as an input instead of baking
-    it in as a constant (XLA constant-folds large constants slowly and keeps copies).
+    it in as a constant (XLA constant-folds large constants slowly and keeps copies); but
+    see :func:`from_numpyro` for a model that needs concrete values of its arrays.
 
     Attributes:
         log_density_fn: ``(zeta, rng_key, data) -> ()``; zeta (K,) float; the key draws the
@@ -161,20 +165,31 @@ class _Probe(NamedTuple):
     shapes: dict[str, tuple[int, ...]]  # latent site -> zeta shape
     plates: dict[str, int]  # plate name -> size
     observed: dict[str, data_checks.ObservedSite]
+    concrete: bool  # the model needs concrete values of its arrays (CONCRETE_ERRORS)
 
 
-def _probe(model: Callable, model_args: tuple, model_kwargs: dict[str, Any]) -> _Probe:
+CONCRETE_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
+                   jax.errors.TracerArrayConversionError)
+"""What JAX raises where a model needs the value of an array it is given as a traced argument
+(``int(counts.sum())``, ``np.mean(y)``, a Python ``if`` on a data value)."""
+
+
+def _probe(model: Callable, model_args: tuple, model_kwargs: dict[str, Any], data: tuple,
+           rebuild: Callable) -> _Probe:
     """Trace the model abstractly (no compilation, no data touched) for its latent sites'
-    unconstrained shapes, its plates' sizes and its observed sites.
+    unconstrained shapes, its plates' sizes and its observed sites, its arrays (``data``,
+    put back in place by ``rebuild``) given as traced arguments, as the compiled log density
+    takes them; where that raises one of :data:`CONCRETE_ERRORS`, again with the arguments as
+    given, constants of the trace (``concrete`` True).
 
     Raises:
         ValueError: for an empty plate or an empty observed site (:mod:`advi.data_checks`).
     """
     found: dict[str, Any] = {}
 
-    def run() -> None:
+    def run(args: tuple, kwargs: dict[str, Any]) -> None:
         traced = substitute(seed(model, 0), substitute_fn=init_to_uniform)
-        model_trace = trace(traced).get_trace(*model_args, **model_kwargs)
+        model_trace = trace(traced).get_trace(*args, **kwargs)
         found["plates"] = {
             name: int(site["args"][0])
             for name, site in model_trace.items()
@@ -189,15 +204,20 @@ def _probe(model: Callable, model_args: tuple, model_kwargs: dict[str, Any]) -> 
         }
         found["observed"] = data_checks.observed_sites(model_trace)
 
+    concrete = False
     try:
-        jax.eval_shape(run)
+        try:
+            jax.eval_shape(lambda arrays: run(*rebuild(arrays)), data)
+        except CONCRETE_ERRORS:
+            concrete = True
+            jax.eval_shape(lambda: run(model_args, model_kwargs))
     except AssertionError as err:
         named = data_checks.named_arrays(model_args, model_kwargs)
         replaced = data_checks.empty_plate_error(err, named)
         if replaced is None:
             raise
         raise replaced from err
-    return _Probe(found["shapes"], found["plates"], found["observed"])
+    return _Probe(found["shapes"], found["plates"], found["observed"], concrete)
 
 
 
@@ -212,6 +232,13 @@ def from_numpyro(
     minibatch_sharding: Sharding | None = None,
 ) -> Target:
     """Build the ADVI target of a NumPyro model (paper Section 2.2, automatic transformation).
+
+    The model's arrays become ``Target.data``, traced arguments of the compiled functions
+    (one compilation serves every dataset of the same shapes). A model that needs concrete
+    values of them (``int(counts.sum())``, ``np.mean(y)``, a Python ``if`` on a value: one of
+    :data:`CONCRETE_ERRORS` in an abstract trace) gets them as given, constants of the
+    compiled functions, as NumPyro's MCMC and SVI do: ``data`` is ``()``, ``cache_key`` None
+    (each fit compiles anew), and it is logged at INFO.
 
     Args:
         model: a NumPyro model; every latent site continuous with a ``numpyro.sample`` prior.
@@ -244,7 +271,11 @@ def from_numpyro(
     minibatch.check_minibatch_size(minibatch_size)
     data, rebuild, signature = _split_data(model_args, model_kwargs)
     data_checks.check_constant_columns(data_checks.named_arrays(model_args, model_kwargs))
-    probe = _probe(model, model_args, model_kwargs)
+    probe = _probe(model, model_args, model_kwargs, data, rebuild)
+    if probe.concrete:
+        logger.info("the model needs concrete values of its arrays: they are compiled in as "
+                    "constants (each new dataset compiles anew)")
+        data, rebuild = (), _constant((tuple(model_args), model_kwargs))
     data_checks.check_single_observations(model, model_args, model_kwargs, probe.shapes,
                                           probe.observed)
     plate = None
@@ -280,8 +311,8 @@ def from_numpyro(
         full_log_density_fn=(
             None if plate is not None else lambda zeta, data: log_joint(seed(model, 0), zeta, data)
         ),
-        cache_key=_hashable(("numpyro", model, signature, minibatch_size, plate, pool_scale,
-                             minibatch_sharding)),
+        cache_key=None if probe.concrete else _hashable((
+            "numpyro", model, signature, minibatch_size, plate, pool_scale, minibatch_sharding)),
         numpyro=NumPyroModel(model, rebuild, probe.shapes, unravel),
     )
 
@@ -299,6 +330,11 @@ def _ravel(shapes: dict[str, tuple[int, ...]]) -> tuple[int, Callable[[Array], d
         return flat
 
     return int(jax.eval_shape(ravel).shape[0]), found["unravel"]
+
+
+def _constant(arguments: tuple[tuple, dict[str, Any]]) -> Callable:
+    """``rebuild`` for a model whose arrays are constants: ``(()) -> arguments``."""
+    return lambda _: arguments
 
 
 def _hashable(key: tuple) -> Hashable | None:

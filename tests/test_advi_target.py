@@ -116,3 +116,61 @@ def test_a_discrete_latent_site_is_named():
 
     with pytest.raises(ValueError, match="latent site 'k' is discrete"):
         advi.from_numpyro(model)
+
+
+def _dirichlet_multinomial(counts):
+    theta = numpyro.sample("theta", dist.Dirichlet(jnp.ones(counts.shape[0])))
+    numpyro.sample("y", dist.Multinomial(int(counts.sum()), theta), obs=counts)
+
+
+def test_a_model_that_needs_its_counts_concretely_fits_its_dirichlet_posterior():
+    # int(counts.sum()) cannot be traced: the arrays become constants, as in NumPyro's MCMC
+    counts = np.array([0.0, 1.0, 5.0, 30.0, 60.0, 4.0])
+    target = advi.from_numpyro(_dirichlet_multinomial, (counts,))
+    assert target.data == () and target.cache_key is None
+    result = advi.fit(_dirichlet_multinomial, counts, rng_key=KEY, preset="robust")
+    alpha = counts + 1.0  # the posterior is Dirichlet(1 + counts)
+    mean = alpha / alpha.sum()
+    sd = np.sqrt(mean * (1 - mean) / (alpha.sum() + 1))
+    z = (np.asarray(result.mean()["theta"]) - mean) / sd
+    assert np.max(np.abs(z)) < 0.5, z
+    assert not result.warnings
+
+
+def _centred_on_the_data_mean(y):
+    m = numpyro.sample("m", dist.Normal(np.mean(y), 1.0))  # NumPy on the data
+    numpyro.sample("y", dist.Normal(m, 1.0), obs=y)
+
+
+def test_constant_data_are_not_reused_for_another_dataset_of_the_same_shape():
+    # posterior N(mean(y), 1 / (n + 1)): each fit compiles its own data in
+    for shift in (0.0, 5.0):
+        y = shift + np.linspace(-1.0, 1.0, 24)
+        result = advi.fit(_centred_on_the_data_mean, y, rng_key=KEY, preset="robust")
+        assert abs(float(result.mean()["m"]) - shift) < 0.05, shift
+        assert abs(float(np.std(result.sample(KEY, 2000)["m"])) - 0.2) < 0.03
+
+
+def _branches_on_a_latent(y):
+    m = numpyro.sample("m", dist.Normal(0.0, 1.0))
+    scale = 1.0 if m > 0 else 2.0  # a Python if on a latent value: no trace can do it
+    numpyro.sample("y", dist.Normal(m, scale), obs=y)
+
+
+def test_a_latent_value_needed_concretely_still_raises():
+    with pytest.raises(jax.errors.ConcretizationTypeError):
+        advi.from_numpyro(_branches_on_a_latent, (np.zeros(3),))
+
+
+def _scaled_by_its_rows(x):
+    scale = float(np.std(x))  # a concrete value of the rows, which a pool would replace
+    lam = numpyro.sample("lam", dist.Normal(0.0, scale))
+    with numpyro.plate("rows", x.shape[0]) as idx:
+        numpyro.sample("x", dist.Normal(lam, 1.0), obs=jnp.take(x, idx, axis=0))
+
+
+def test_a_streamed_model_that_needs_concrete_rows_is_refused():
+    rows = np.linspace(-1.0, 1.0, 200)
+    with pytest.raises(ValueError, match="concrete values"):
+        advi.fit(_scaled_by_its_rows, rng_key=KEY, minibatch_size=10,
+                 model_kwargs={"x": advi.stream(rows)})
