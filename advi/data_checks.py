@@ -1,7 +1,9 @@
 """Degenerate data, named while the target is built, before any compilation.
 
-:func:`advi.from_numpyro` (and so :func:`advi.fit`) runs three checks on a NumPyro model's
-data; each costs NumPy on the host or a trace of the model into a jaxpr (nothing compiles):
+:func:`advi.from_numpyro` (and so :func:`advi.fit`) refuses a model whose unknowns ADVI
+cannot fit (:func:`latent_sites`: a ``numpyro.param`` site, a discrete latent site, none at
+all), and runs three checks on its data; each costs NumPy on the host or a trace of the
+model into a jaxpr (nothing compiles):
 
 * **An empty plate or an empty observed site** is a ``ValueError``: there is nothing to fit,
   and NumPyro's own failure (``AssertionError: size of plate should be positive``) names
@@ -26,6 +28,7 @@ data; each costs NumPy on the host or a trace of the model into a jaxpr (nothing
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from collections.abc import Callable, Iterable
@@ -113,6 +116,49 @@ def _scale(fn: Any) -> tuple[str | None, Any]:
                 return param, getattr(fn, param)
         fn = getattr(fn, "base_dist", None)
     return None, None
+
+
+def unset_arguments(model: Callable, model_args: tuple, model_kwargs: dict[str, Any]
+                    ) -> tuple[str, ...]:
+    """The names of the model's parameters that are None in this call (given None, or left
+    at a None default, as ``y=None`` is for prediction); () where the signature cannot be
+    read or does not bind."""
+    try:
+        bound = inspect.signature(model).bind_partial(*model_args, **model_kwargs)
+    except (TypeError, ValueError):
+        return ()
+    bound.apply_defaults()
+    return tuple(name for name, value in bound.arguments.items() if value is None)
+
+
+def latent_sites(model_trace: dict[str, Any], unset: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The model's latent sample sites (name -> trace site), in its order.
+
+    Raises:
+        ValueError: for a ``numpyro.param`` site, a discrete latent site (naming it, and the
+            model's ``unset`` arguments, which may have been meant as its observations),
+            and for a model with no latent site.
+    """
+    sites = {}
+    for name, site in model_trace.items():
+        if site["type"] == "param":
+            raise ValueError(
+                f"site {name!r} is a numpyro.param; ADVI needs every unknown as a "
+                "numpyro.sample site with a prior"
+            )
+        if site["type"] == "sample" and not site["is_observed"]:
+            if site["fn"].support.is_discrete:
+                hint = (f"; the model's argument {' and '.join(map(repr, unset))} is None: "
+                        "if it holds this site's observations, pass them" if unset else "")
+                raise ValueError(
+                    f"latent site {name!r} is discrete ({type(site['fn']).__name__}); ADVI "
+                    "needs continuous latent variables (sum discrete ones out, as the "
+                    f"paper's GMM does){hint}"
+                )
+            sites[name] = site
+    if not sites:
+        raise ValueError("the model has no latent sample sites: nothing to infer")
+    return sites
 
 
 def observed_sites(model_trace: dict[str, Any]) -> dict[str, ObservedSite]:

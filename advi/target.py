@@ -140,27 +140,6 @@ def _unconstrain_site(values: dict[str, Array], site: dict[str, Any]) -> Array |
     return theta
 
 
-def _latent_sites(model_trace: dict[str, Any]) -> dict[str, Any]:
-    sites = {}
-    for name, site in model_trace.items():
-        if site["type"] == "param":
-            raise ValueError(
-                f"site {name!r} is a numpyro.param; ADVI needs every unknown as a "
-                "numpyro.sample site with a prior"
-            )
-        if site["type"] == "sample" and not site["is_observed"]:
-            if site["fn"].support.is_discrete:
-                raise ValueError(
-                    f"latent site {name!r} is discrete ({type(site['fn']).__name__}); ADVI "
-                    "needs continuous latent variables (sum discrete ones out, as the "
-                    "paper's GMM does)"
-                )
-            sites[name] = site
-    if not sites:
-        raise ValueError("the model has no latent sample sites: nothing to infer")
-    return sites
-
-
 class _Probe(NamedTuple):
     shapes: dict[str, tuple[int, ...]]  # latent site -> zeta shape
     plates: dict[str, int]  # plate name -> size
@@ -186,6 +165,7 @@ def _probe(model: Callable, model_args: tuple, model_kwargs: dict[str, Any], dat
         ValueError: for an empty plate or an empty observed site (:mod:`advi.data_checks`).
     """
     found: dict[str, Any] = {}
+    unset = data_checks.unset_arguments(model, model_args, model_kwargs)
 
     def run(args: tuple, kwargs: dict[str, Any]) -> None:
         traced = substitute(seed(model, 0), substitute_fn=init_to_uniform)
@@ -195,7 +175,7 @@ def _probe(model: Callable, model_args: tuple, model_kwargs: dict[str, Any], dat
             for name, site in model_trace.items()
             if site["type"] == "plate"
         }
-        latent = _latent_sites(model_trace)
+        latent = data_checks.latent_sites(model_trace, unset)
         found["shapes"] = {
             name: tuple(
                 unconstraining_transform(s["fn"].support).inverse_shape(jnp.shape(s["value"]))

@@ -114,8 +114,23 @@ def test_a_discrete_latent_site_is_named():
     def model():
         numpyro.sample("k", dist.Poisson(3.0))
 
-    with pytest.raises(ValueError, match="latent site 'k' is discrete"):
+    with pytest.raises(ValueError, match="latent site 'k' is discrete") as raised:
         advi.from_numpyro(model)
+    assert "is None" not in str(raised.value)
+
+
+def _counts_for_prediction(x, y=None):
+    rate = numpyro.sample("rate", dist.Exponential(1.0))
+    with numpyro.plate("rows", x.shape[0]):
+        numpyro.sample("obs", dist.Poisson(rate * x), obs=y)
+
+
+def test_observations_left_at_none_are_named_as_the_likely_cause():
+    # y=None is NumPyro's idiom for prediction; forgetting y makes "obs" a discrete latent
+    with pytest.raises(ValueError, match="'obs' is discrete .* argument 'y' is None"):
+        advi.fit(_counts_for_prediction, np.ones(4), rng_key=KEY)
+    with pytest.raises(ValueError, match="argument 'y' is None"):
+        advi.fit(_counts_for_prediction, np.ones(4), rng_key=KEY, model_kwargs={"y": None})
 
 
 def _dirichlet_multinomial(counts):
