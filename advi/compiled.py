@@ -72,9 +72,9 @@ tenth of a log density per iteration (benchmarks/README.md, "Measurements behind
 library's defaults")."""
 
 NO_REDRAWS, REDRAWS, VALUES_CHECKED = 0, 1, 2
-"""The steps a fit's chunks run (:meth:`CompiledADVI.run`), in the order a fit moves
-through them: no redraws and no loop inside a step; redraws of draws whose gradient is not
-finite; redraws of draws whose value or gradient is not finite."""
+"""The steps a fit's chunks run (:meth:`CompiledADVI.run`), in the order a fit moves through
+them: no redraws (no loop inside a step); redraws of draws with a non-finite gradient; with
+a non-finite value or gradient."""
 
 CACHE_SIZE = 16
 """Configurations whose compiled functions are kept per process."""
@@ -216,12 +216,12 @@ def _chunk_fn(target: Target, o: CompileSpec, optimizer: Any, with_elbo: bool,
     return make_chunk(alg, o.family, probe, o.moments, hold=not redraw)
 
 
-def _ran(chunk: Callable, args: tuple) -> tuple[ADVIState, bool, Any]:
-    """``chunk(*args)``: its state (on the device), whether a step failed, and its end (the
-    finite flag, or ChunkMoments) on the host, in one wait for the device."""
+def _ran(chunk: Callable, args: tuple) -> tuple[ADVIState, int | None, Any]:
+    """``chunk(*args)``: its state (on the device), the iteration of its failed step (None:
+    none), its end (the finite flag, or ChunkMoments) on the host; one wait."""
     state, end = chunk(*args)
-    failed, end = jax.device_get((state.failed, end))
-    return state, bool(failed), end
+    failed, iteration, end = jax.device_get((state.failed, state.iteration, end))
+    return state, int(iteration) if failed else None, end
 
 
 class CompiledADVI:
@@ -285,7 +285,7 @@ class CompiledADVI:
         return keys, done.begin(params), info
 
     def run(self, state: ADVIState, eta: float, key: Array, salt: int, num_steps: int,
-            trial: bool = False) -> Any:
+            trial: bool = False, narrowable: bool = False) -> Any:
         """``num_steps`` iterations at step-size scale ``eta`` (blocks until done); returns
         the state, or ``(state, advi.chunk.ChunkMoments)`` when compiled with moments.
 
@@ -296,26 +296,29 @@ class CompiledADVI:
         at whose end log p is not finite at one of :data:`TRACE_ELBO_SAMPLES` draws from q
         (the final q, or q at the chunk's average) is run again with steps that also redraw
         non-finite values (``VALUES_CHECKED``), as are later chunks; these functions are
-        compiled on first need (:attr:`lazy_compile_s`). A ``trial`` (Stan's eta search)
-        switches nothing: a trial eta that sends q where the log density overflows is
-        rejected by its ELBO, as Stan's search does."""
+        compiled on first need (:attr:`lazy_compile_s`). Where the fit's first step fails
+        and the caller narrows q then (``narrowable``, :class:`advi.driver.RestartPolicy`),
+        the failed state returns at once. A ``trial`` (Stan's eta search) switches nothing:
+        a trial eta that sends q where the log density overflows is rejected by its ELBO."""
         if self.options.moments and trial:  # the eta search: the state, chunk by chunk
             rows = self.options.chunk_len or num_steps
             for begun in range(0, num_steps, rows):
                 steps = min(rows, num_steps - begun)
-                state = self._run(state, eta, key, salt, steps, trial)[0]
+                state = self._run(state, eta, key, salt, steps, trial, False)[0]
             return state
-        return self._run(state, eta, key, salt, num_steps, trial)
+        return self._run(state, eta, key, salt, num_steps, trial, narrowable)
 
     def _run(self, state: ADVIState, eta: float, key: Array, salt: int, num_steps: int,
-             trial: bool) -> Any:
+             trial: bool, narrowable: bool) -> Any:
         args = (state, np.asarray(eta, self.dtype), key, np.asarray(salt, np.int32),
                 np.asarray(num_steps, np.int32), self.target.data,
                 *self._host_eps(key, salt, state, num_steps))
         done, level = self._done, self.level
         chunks = (done.chunk, done.redraw_chunk, done.checked_chunk)
-        new, failed, end = _ran(chunks[level], args)
-        if level == NO_REDRAWS and failed:
+        new, failed_at, end = _ran(chunks[level], args)
+        if level == NO_REDRAWS and failed_at is not None:
+            if failed_at == 0 and narrowable:  # q's own first draws: the caller narrows q
+                return self._finished(new, end, key)[0]
             level = REDRAWS
             if not trial:
                 self.level = level
@@ -393,6 +396,5 @@ class CompiledADVI:
             logger.info("non-finite log density at the ELBO's draws; from now on every "
                         "draw's value is checked")
         value = float(est.elbo)
-        if not (bool(est.ok) and math.isfinite(value)):
-            value = -math.inf
+        value = value if bool(est.ok) and math.isfinite(value) else -math.inf
         return value, np.asarray(est.log_weights)

@@ -198,7 +198,8 @@ def drive(
     while it < max_iter:
         tick, previous, compiled_s = clock(), it, runner.lazy_compile_s
         out = runner.run(state, rec.eta, run_key, len(rec.restarts),
-                         min(chunk_len - it % chunk_len, max_iter - it))
+                         min(chunk_len - it % chunk_len, max_iter - it),
+                         narrowable=_narrows(policy, rec, it))
         new_state, moments = out if rule.moments else (out, None)
         # what the host reads of the chunk, fetched in one wait for the device
         failed, iteration, moments = jax.device_get((new_state.failed, new_state.iteration,
@@ -240,14 +241,20 @@ def drive(
     return make_result(rec.outcome(rule, params, state, converged, reason), True)
 
 
+def _narrows(policy: RestartPolicy, rec: _Record, iteration: int) -> bool:
+    """Whether a restart from ``iteration`` narrows q (iteration 0, narrowings left)."""
+    return iteration == 0 and policy.narrow is not None and (
+        sum(r[0] == 0 for r in rec.restarts) < policy.narrowings)
+
+
 def _restart(runner: Any, rule: StoppingRule, policy: RestartPolicy, rec: _Record,
              state: ADVIState, cause: str, make_result: Callable) -> ADVIState:
     """A fresh optimiser at ``rule.fallback(state)`` with the policy's smaller eta (at
     iteration 0, first with q narrowed and the same eta: :class:`RestartPolicy`)."""
     start = rule.fallback(state)
     it, new_eta = int(start.iteration), policy.next_eta(rec.eta)
-    if it == 0 and policy.narrow is not None and (
-            sum(r[0] == 0 for r in rec.restarts) < policy.narrowings):
+    if _narrows(policy, rec, it):
+        assert policy.narrow is not None
         rec.restarts.append((it, rec.eta, rec.eta))  # in ADVIResult.restarts; no warning:
         # the fit goes on as from any start, and its own checks judge where it ends
         logger.info("%s at iteration 0 with eta=%g; restarting with q's scales narrowed",

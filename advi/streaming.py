@@ -376,10 +376,10 @@ class StreamedADVI(CompiledADVI):
         self.unused = keep
 
     def run(self, state: Any, eta: float, key: jax.Array, salt: int, num_steps: int,
-            trial: bool = False) -> Any:
+            trial: bool = False, narrowable: bool = False) -> Any:
         """:meth:`CompiledADVI.run` on the next pool."""
         self._pool(keep=False)
-        return super().run(state, eta, key, salt, num_steps, trial)
+        return super().run(state, eta, key, salt, num_steps, trial, narrowable)
 
     def elbo(self, params: Any, key: jax.Array, salt: int, trial: bool = False
              ) -> tuple[float, np.ndarray]:

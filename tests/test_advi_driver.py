@@ -24,9 +24,10 @@ class _Runner:
 
     def __init__(self, clock, compile_at=None):
         self.clock, self.calls, self.compile_at = clock, [], compile_at
-        self.lazy_compile_s = 0.0
+        self.lazy_compile_s, self.narrowable = 0.0, []
 
-    def run(self, state, eta, key, salt, num_steps):
+    def run(self, state, eta, key, salt, num_steps, narrowable=False):
+        self.narrowable.append(narrowable)
         self.clock.now += 1.0
         if int(state.iteration) == self.compile_at and not self.lazy_compile_s:
             self.clock.now += 7.0  # a function compiled on first need, 7 s of the clock
@@ -97,6 +98,19 @@ def test_failed_chunks_restart_by_the_policy_and_the_rule_stops_the_run():
     # log-spaced before the grid (10 = one chunk), the grid, then convergence; none twice
     assert hooks == [(10, 3.0), (20, 4.0), (30, 5.0)]
     assert float(out.params.mu[0]) == 30.0 and out.history.max_rhat is None
+
+
+def test_the_runner_is_told_while_a_failure_at_iteration_0_would_narrow_q():
+    """Two narrowings at iteration 0 (eta kept), then eta halves; the runner is told
+    ``narrowable`` exactly while a failure there would narrow q, never after iteration 0."""
+    clock = _Clock()
+    runner = _Runner(clock)
+    policy = HALVING._replace(narrow=lambda params: params, narrowings=2)
+    with pytest.warns(RuntimeWarning, match="restarting from the last state with eta=2"):
+        out, _ = _drive(4.0, _Rule(stop_at=30), policy, clock, runner)
+    assert out.restarts == ((0, 4.0, 4.0), (0, 4.0, 4.0), (0, 4.0, 2.0), (0, 2.0, 1.0))
+    assert runner.narrowable == [True, True, False, False, False, False, False]
+    assert [it for it, *_ in runner.calls] == [0, 0, 0, 0, 0, 10, 20]
 
 
 def test_a_compilation_during_a_chunk_is_off_the_clock():

@@ -311,20 +311,24 @@ def test_sizes_are_checked_before_any_allocation():
 
 
 @pytest.mark.parametrize("family", ["meanfield", "fullrank"])
-def test_a_start_whose_draws_all_fail_is_narrowed_not_given_a_smaller_eta(family):
+def test_a_start_whose_draws_all_fail_is_narrowed_not_given_a_smaller_eta(family, caplog):
     """p = N(0, 0.1^2) in 10 coordinates, NaN (value and gradient) outside |z_k| < 0.5;
     q starts at N(0, I), where a draw is finite with probability 0.38^10: at iteration 0
     no eta helps (with eta steps alone the fit raised), so the restart keeps eta and
-    narrows q 10-fold, and the fit reaches the posterior."""
+    narrows q 10-fold, and the fit reaches the posterior; the first step's failure narrows
+    q at once, with no redrawing steps compiled or run."""
     def log_density(z):
         return -0.5 * jnp.sum((z / 0.1) ** 2) + 0.0 * jnp.sum(jnp.sqrt(0.25 - z**2))
 
+    caplog.set_level(logging.INFO, logger="advi")
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # a start mended: nothing to warn
         result = advi.fit(advi.from_log_density(log_density, 10), rng_key=KEY,
                           preset="robust", start="init", init="zero", dtype=None,
                           family=family, khat_samples=0)
     assert result.restarts[0] == (0, 0.1, 0.1) and result.eta == 0.1
+    assert result.redraws == 0 and "redrawn" not in caplog.text, caplog.text
+    assert "restarting with q's scales narrowed" in caplog.text
     sd = np.asarray(advi.get_family(family).std(result.params))
     assert np.all(np.abs(np.asarray(result.params.mu)) < 0.1) and np.all(np.abs(sd - 0.1) < 0.02)
 
