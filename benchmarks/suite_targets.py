@@ -2,7 +2,7 @@
 
 Each target is a NumPyro model (so that ADVI, NumPyro's SVI and NUTS all fit the same
 unconstrained log density), a map from posterior draws to the compared quantities, and their
-true means and standard deviations (float64). Four sources:
+true means and standard deviations (float64). Five sources:
 
 - **TensorFlow Probability's Inference Gym** (pip ``inference-gym`` with ``tfp-nightly``, the
   ``bench`` extra): every target whose data ship with the package and that carries ground
@@ -20,6 +20,11 @@ true means and standard deviations (float64). Four sources:
   to NumPyro, against the means and sds of their reference draws (Stan's NUTS): earnings on
   height (flat priors, data near 2e4), a child's score on the mother's IQ, a two-state
   hidden Markov model, GARCH(1,1), a two-component Gaussian mixture.
+- **Everyday models** (no extra package; ``suite_models.py``): eight models as a NumPyro
+  user writes them (a Dirichlet-multinomial, a beta-binomial hierarchy, ordered logistic,
+  Student-t and Weibull survival regressions, a wide logistic regression, a non-centred
+  Poisson GLMM and stochastic volatility model), on data simulated once, against float64
+  NUTS references (the Dirichlet-multinomial's exact).
 - **The paper's models**: the Poisson-exponential of Figure 3 (E0, an exact Gamma).
 
 ``TARGETS`` lists them by name; ``GYM`` are the names that need the Inference Gym, and
@@ -36,6 +41,7 @@ from typing import Any
 
 import bench_accuracy as accuracy
 import numpy as np
+import suite_models as everyday
 import suite_posteriordb as posteriordb
 
 
@@ -290,6 +296,10 @@ _OWN = (
     *(SuiteTarget(f"posteriordb {name}", "posteriordb (Stan NUTS, 10 x 1,000)",
                   functools.partial(posteriordb.problem, name, Problem))
       for name in posteriordb.MODELS),
+    *(SuiteTarget(f"everyday {name}", "exact (Dirichlet)" if name == "dirichlet_multinomial"
+                  else "NUTS float64 4 x 5,000 (suite_models.json)",
+                  functools.partial(everyday.problem, name, Problem))
+      for name in everyday.MODELS),
 )
 
 TARGETS: dict[str, SuiteTarget] = {

