@@ -299,8 +299,11 @@ def test_advi_trace_has_a_row_per_checkpoint_with_the_elbo(tmp_path, caplog):
     assert trace["heldout_lpd"].iloc[-1] == pytest.approx(exact_lpd(), abs=0.02)
     assert facts["compile_s"] > 0 and facts["eta"] > 0
     messages = [r.getMessage() for r in caplog.records if r.name.startswith("advi")]
-    assert messages[:2] == ["compiling the start, iteration and ELBO functions ...",
-                            f"compiled in {facts['compile_s']:.1f} s"]
+    # the log gives the compilation before the start; compile_s adds what compiles on first
+    # need (the redrawing steps, when a trial eta of the search meets non-finite draws)
+    assert messages[0] == "compiling the start, iteration and ELBO functions ..."
+    upfront = re.fullmatch(r"compiled in (\d+\.\d) s", messages[1])
+    assert upfront is not None and float(upfront[1]) <= facts["compile_s"] + 0.05, messages
     checkpoints = [m for m in messages if m.startswith("checkpoint at iteration")]
     assert len(checkpoints) == len(trace) and "(S = 200 draws from q)" in checkpoints[0]
 
