@@ -22,11 +22,11 @@ coordinate is below MODE_SD_TOL / 10 there; the last may use the steps the earli
 left of ``max_steps``. Up to :data:`LAPLACE_EXTRA_STAGES` more follow where the last met its
 test where -H is not positive definite or the Newton step is still too long. The first
 stage runs unwhitened for up to :data:`UNWHITENED_STEPS_PER_DIM` K steps, and only where it
-has not finished by then is its rest whitened by the curvature there, by |-H|
-(:func:`advi.curvature.saddle_free`) where -H is not positive definite (a regression on an
-uncentred predictor, far from its mode: its noise scale's cross terms make -H indefinite
-while its eigenvalues span 1e-2 .. 1e9). Up to ``hessian_max_dim`` a stage also ends when
-its gradient runs away (:data:`advi.lbfgs.RUNAWAY`). Where a stage stopped short of its
+has not met its test by then (or ran away sooner) is its rest whitened by the curvature
+there, by |-H| (:func:`advi.curvature.saddle_free`) where -H is not positive definite (a
+regression on an uncentred predictor, far from its mode: -H indefinite, its eigenvalues
+1e-2 .. 1e9). Up to ``hessian_max_dim`` a stage also ends when its gradient runs away
+(:data:`advi.lbfgs.RUNAWAY`). Where a whitened stage stopped short of its
 test before its step cap (ran away, or L-BFGS found no step: its line search met
 non-finite values or no increase) and -H is not positive definite where it ended (a
 centred hierarchy's funnel: its log density is not concave in a group effect and the log
@@ -58,8 +58,7 @@ unlike a gradient norm): a funnel's mode, which runs off to a boundary, fails bo
 ``hessian_max_dim`` a stage's test met, or ||grad|| <= GRAD_RTOL max(1, |log p|) at the
 returned point, accepts it, and a search that found no step refuses it
 (:class:`advi.lbfgs.Search`'s ``failed``: log p rising without bound, as down a funnel's
-neck). Measurements: benchmarks/README.md, "Measurements behind the library's defaults".
-"""
+neck). Measurements: benchmarks/README.md, "Measurements behind the library's defaults"."""
 
 from __future__ import annotations
 
@@ -116,7 +115,7 @@ calls: a central difference along it)."""
 
 UNWHITENED_STEPS_PER_DIM = 0.5
 """The host's first stage runs unwhitened for up to this many steps per dimension K, and forms
-the curvature that whitens its rest only where it has not finished by then (-H by
+the curvature that whitens its rest only where it has not met its test by then (-H by
 differences: 2K gradients): a well-posed start pays for none (benchmarks/README.md)."""
 
 MODE_SD_TOL = 0.1
@@ -306,13 +305,14 @@ def _host_stage(value_and_grad: Callable, zeta: np.ndarray, whiten: np.ndarray, 
 def _first_host_stage(fns: LogDensityFunctions, zeta: np.ndarray, cap: int, data: Any,
                       dtype: Any) -> HostSearch:
     """The first stage on the host (as :func:`_host_stage`): unwhitened for up to
-    :data:`UNWHITENED_STEPS_PER_DIM` K steps; where that ended short of its test (neither
-    met nor run away), its rest whitened by :func:`_differenced` -H there (or |-H|)."""
+    :data:`UNWHITENED_STEPS_PER_DIM` K steps; where that ended short of its test (ran
+    away, found no step, or used its steps), its rest whitened by :func:`_differenced` -H
+    there (or |-H|): unwhitened, a gradient's growth is no sign of a funnel."""
     value_and_grad = _host(fns.value_and_grad, data, dtype)
     rental = cap if fns.precision is None else min(
         cap, math.ceil(UNWHITENED_STEPS_PER_DIM * zeta.size))
     first = _host_stage(value_and_grad, zeta, np.ones(zeta.size), rental, 0.0)
-    if first.converged or first.ran_away or first.steps >= cap or fns.precision is None:
+    if first.converged or first.steps >= cap or fns.precision is None:
         return first
     whiten, _ = whitening(_differenced(fns, first.zeta, data, dtype), zeta.size)
     rest = _host_stage(value_and_grad, first.zeta, whiten, cap - first.steps, 0.0)

@@ -77,3 +77,21 @@ def test_the_robust_preset_is_never_silently_far_off_on_the_fast_subset(name):
     assert row["rms_z"] <= table.FAR_OFF or row["warned"], json.dumps(row)
     assert not table.silent(row)
     assert row["rms_z"] <= table.CLOSE or name in MEANFIELD_BIASED, json.dumps(row)
+
+
+def test_a_glmm_whose_unwhitened_gradient_grows_keeps_its_laplace_start():
+    """The non-centred Poisson GLMM in float64 from seed 1's random q: the unwhitened first
+    stage's gradient grows 100-fold (a "runaway") on its way up, where -H is indefinite.
+    That once refused the start, and the fit from the random q ended 30 sd off (warned);
+    whitened, the search reaches the mode."""
+    import jax
+
+    import advi
+
+    problem = targets.TARGETS["everyday poisson_glmm"].make()
+    result = advi.fit(problem.model, *problem.args, rng_key=jax.random.PRNGKey(1),
+                      preset="robust", dtype="float64", progress_bar=False)
+    assert result.start.startswith("laplace"), result.start
+    draws = problem.quantities(jax.device_get(result.sample(jax.random.PRNGKey(2), 2000)))
+    z = (draws.mean(0) - problem.mean) / problem.sd
+    assert float(np.sqrt(np.mean(z**2))) < table.FAR_OFF, z
