@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from jax import Array
 
-from .driver import Row, Verdict
+from .driver import MAX_ITER_PREFIX, Row, Verdict
 from .step import ADVIState
 
 DIVERGENCE_THRESHOLD = 0.5
@@ -112,9 +112,9 @@ class RelativeELBORule:
         self.monitor = ConvergenceMonitor(tol_rel_obj=tol_rel_obj, max_iter=max_iter,
                                           eval_elbo=eval_elbo)
         self.warned_divergence = False
-        self.max_iter_note = (f"max_iter={max_iter} reached before the relative ELBO change "
-                              f"fell below tol_rel_obj={tol_rel_obj}; the approximation may "
-                              "not have converged")
+        self.max_iter_note = (f"{MAX_ITER_PREFIX}{max_iter} reached before the relative ELBO "
+                              f"change fell below tol_rel_obj={tol_rel_obj}; the approximation "
+                              "may not have converged")
 
     def observe(self, state: ADVIState, moments: Any) -> Verdict:
         """Estimate the ELBO when due and apply Stan's test."""

@@ -92,6 +92,11 @@ class StoppingRule(Protocol):
     def describe(self, row: Row) -> str: ...
 
 
+MAX_ITER_PREFIX = "max_iter="
+"""How every stopping rule's ``max_iter_note`` begins (the warning that max_iter was reached
+before the rule converged)."""
+
+
 class RestartPolicy(NamedTuple):
     """``next_eta(eta) -> smaller eta or None``; ``limit`` says where it stops, for the
     error message. At iteration 0, where no eta can mend the initial q's own non-finite

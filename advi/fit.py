@@ -30,7 +30,7 @@ from .checks import FELL_BACK_NOTE, end_of_fit_warnings
 from .chunk import host_chunk_len
 from .compiled import CompiledADVI, CompileSpec
 from .convergence import RelativeELBORule
-from .driver import Clock, Outcome, StoppingRule, drive, warn
+from .driver import MAX_ITER_PREFIX, Clock, Outcome, StoppingRule, drive, warn
 from .eta_search import STAN_POLICY, adapt_eta
 from .families import get_family
 from .keys import raw_key
@@ -145,8 +145,9 @@ def fit(
     with warnings.catch_warnings(record=True) as caught:  # kept unless the fit is redone
         warnings.simplefilter("always")
         result = _finish_in_scope(begun, o, checkpoint, clock, progress_bar, name)
-    doubt = doubtful(tuple(n for n in result.warnings if not n.startswith(FELL_BACK_NOTE)),
-                     result.redraws, bool(result.restarts))
+    notes = tuple(n for n in result.warnings if not n.startswith(FELL_BACK_NOTE))
+    doubt = doubtful(notes, result.redraws, bool(result.restarts), bool(info.laplace) and all(
+        n.startswith(MAX_ITER_PREFIX) for n in notes))
     if doubt is None or not precision.carries_float64(
             begun.compiled.target, result.approximation.sample_zeta(begun.keys[2], 2)):
         for w in caught:

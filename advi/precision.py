@@ -175,7 +175,8 @@ def float32_shortfall(dtype: str | None, resolution_sd: float, start_ok: bool,
 
 
 def float32_doubt(dtype: str | None, promoted: str | None, nonfinite: bool, condition: float,
-                  notes: tuple[str, ...], redraws: int | None, restarted: bool) -> str | None:
+                  notes: tuple[str, ...], redraws: int | None, restarted: bool,
+                  slow: bool = False) -> str | None:
     """Why a float32 fit that ended with warnings must be redone in float64, or None.
 
     Only with ``dtype="auto"``, where the fit ran in float32 (JAX's default, not already
@@ -184,7 +185,11 @@ def float32_doubt(dtype: str | None, promoted: str | None, nonfinite: bool, cond
 
     - the Laplace start's search met non-finite values (``nonfinite``): a Gaussian process
       whose covariance has a 1e-10 jitter, whose Cholesky factor float32 cannot form near
-      the mode;
+      the mode; unless ``slow``: the start was accepted (float32 carried the mode) and the
+      only warning is max_iter's (:data:`advi.driver.MAX_ITER_PREFIX`), which float64 does
+      not hasten (the everyday stochastic volatility model and Poisson GLMM meet overflows
+      on their way up from a random q, then converge slowly: redone, they ended as far
+      off, at twice the cost);
     - -H's condition where a refused start ended (``condition``,
       :attr:`advi.laplace.LaplaceStart.condition`) times float32's eps exceeds
       :data:`CONDITION_RESOLVED`: the sign of its least curvature is rounding there (a
@@ -200,7 +205,7 @@ def float32_doubt(dtype: str | None, promoted: str | None, nonfinite: bool, cond
         return None
     if jnp.result_type(float) != jnp.float32:
         return None
-    if nonfinite:
+    if nonfinite and not slow:
         return "the float32 fit warned, and its Laplace start met non-finite log densities"
     if condition * np.finfo(np.float32).eps > CONDITION_RESOLVED:
         return ("the float32 fit warned, and float32 cannot resolve the curvature where its "

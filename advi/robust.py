@@ -33,7 +33,7 @@ import numpy as np
 from jax import Array
 
 from .chunk import ChunkMoments
-from .driver import RestartPolicy, Row, Verdict
+from .driver import MAX_ITER_PREFIX, RestartPolicy, Row, Verdict
 from .families import narrowed
 from .stationarity import (
     RHAT_SPLITS,
@@ -192,7 +192,7 @@ class StationarityRule:
                  tol_rel_obj: float) -> None:
         self.chunk_len, self.trace = chunk_len, _Trace(burn_in)
         self.tol_rel_obj = tol_rel_obj
-        self.max_iter_note = (f"max_iter={max_iter} reached before the iterates were "
+        self.max_iter_note = (f"{MAX_ITER_PREFIX}{max_iter} reached before the iterates were "
                               "stationary (split R-hat < 1.1) or the ELBO settled; the "
                               "result is the average of the last iterates")
 

@@ -85,6 +85,10 @@ def test_doubt_redoes_only_a_float32_fit_that_warned_with_a_precision_signal():
     assert "non-finite draws" in doubt(False, 1e4, notes, 3, False)
     assert "non-finite draws" in doubt(False, float("nan"), notes, 0, True)
     assert doubt(True, 2e11, (), 3, True) is None  # no warning: nothing to mend
+    # an accepted start whose only warning is max_iter's: slow, which float64 does not mend;
+    # non-finite draws in the loop still doubt it
+    assert doubt(True, float("nan"), notes, 0, False, True) is None
+    assert "non-finite draws" in doubt(True, float("nan"), notes, 2, False, True)
     assert doubt(False, 1e4, notes, 0, False) is None  # a clearly indefinite -H: a funnel
     assert precision.float32_doubt("auto", "promoted", True, 2e11, notes, 0, False) is None
     assert precision.float32_doubt(None, None, True, 2e11, notes, 0, False) is None

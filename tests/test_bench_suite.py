@@ -95,3 +95,19 @@ def test_a_glmm_whose_unwhitened_gradient_grows_keeps_its_laplace_start():
     draws = problem.quantities(jax.device_get(result.sample(jax.random.PRNGKey(2), 2000)))
     z = (draws.mean(0) - problem.mean) / problem.sd
     assert float(np.sqrt(np.mean(z**2))) < table.FAR_OFF, z
+
+
+def test_a_slow_fit_whose_start_met_overflows_is_not_redone_in_float64():
+    """The everyday stochastic volatility model: its Laplace start meets overflows on the way
+    up from a random q and is accepted; the fit then warns only that max_iter was reached.
+    Float64 does not hasten it (redone, it ended as far off at twice the cost), so
+    ``dtype="auto"`` keeps the float32 fit."""
+    import jax
+
+    import advi
+
+    problem = targets.TARGETS["everyday stochastic_volatility"].make()
+    result = advi.fit(problem.model, *problem.args, rng_key=jax.random.PRNGKey(0),
+                      preset="robust", progress_bar=False)
+    assert result.start.startswith("laplace") and "float64" not in result.start, result.start
+    assert [w[:9] for w in result.warnings] == ["max_iter="], result.warnings
