@@ -148,8 +148,11 @@ def latent_sites(model_trace: dict[str, Any], unset: tuple[str, ...] = ()) -> di
             )
         if site["type"] == "sample" and not site["is_observed"]:
             if site["fn"].support.is_discrete:
-                hint = (f"; the model's argument {' and '.join(map(repr, unset))} is None: "
-                        "if it holds this site's observations, pass them" if unset else "")
+                hint = "" if not unset else (
+                    f"; the model's argument {unset[0]!r} is None: if it holds this site's "
+                    "observations, pass them" if len(unset) == 1 else
+                    f"; the model's arguments {', '.join(map(repr, unset))} are None: if one "
+                    "holds this site's observations, pass it")
                 raise ValueError(
                     f"latent site {name!r} is discrete ({type(site['fn']).__name__}); ADVI "
                     "needs continuous latent variables (sum discrete ones out, as the "
