@@ -280,7 +280,7 @@ def _gradient_note(location: tuple[np.ndarray, ...], spread: tuple[np.ndarray, .
                 f"{GRAD_DRAWS // 2 - int(n)} of {GRAD_DRAWS // 2} antithetic pairs of draws "
                 "of the fitted q: q is far from the posterior")
     factor = optimum_factor(params, spread)
-    flags = gradient_flags(mean * factor, se * factor)
+    flags = gradient_flags(mean * factor, se * factor, GRAD_SHIFT)
     if not flags.any():
         return _scale_note(params, *spread)
     worst = int(np.argmax(np.where(flags, np.abs(mean * factor), -np.inf)))

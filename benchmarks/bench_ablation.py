@@ -46,6 +46,10 @@ ABLATIONS: dict[str, tuple[list[str], str]] = {
                        "no float64 redo for a refused start's ill-conditioned -H"),
     "fell_back_khat": (["checks.FELL_BACK_KHAT=inf"],
                        "no warning for a random start's k-hat"),
+    "gradient_check": (["checks.GRAD_SHIFT=inf", "checks.SCALE_SHIFT=inf",
+                        "checks.NARROW_FLOOR=0.0"],
+                       "no end-of-fit warning from the ELBO's gradient in q's mean or "
+                       "log sds"),
     "laplace_starts": (["laplace_starts=1"], "one L-BFGS start, not five"),
     "precondition": (["precondition=False"], "mean steps not scaled by q's sd"),
     "adam_b2": (["optimizer='adam'"], "Adam's b2 = 0.999 (optax's default), not 0.99"),

@@ -7,6 +7,9 @@ import json
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
 import pytest
 from bench_scripts import load
 
@@ -67,6 +70,36 @@ def test_every_ablation_is_a_setting_the_fit_runs_with(name):
         for n, old in olds:
             settings.set_constant(n, old)
     assert jnp.allclose(result.params.mu, mean, atol=0.1), (name, result.params.mu)
+
+
+def test_the_gradient_check_ablation_silences_only_that_check():
+    """A robust fit cut short far from its mode (a normal mean near 50 from a random start,
+    100 iterations) warns by the ELBO's gradient with the defaults and not with the
+    ``gradient_check`` ablation's settings; its cap's own warning stays."""
+    def normal_mean(y):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 1e9))
+        numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+    y = jnp.asarray(50.0 + np.random.default_rng(0).normal(size=100), jnp.float32)
+
+    def notes():
+        result = advi.fit(normal_mean, y, rng_key=jax.random.PRNGKey(0), preset="robust",
+                          start="init", dtype=None, max_iter=100, progress_bar=False)
+        assert abs(float(result.params.mu[0]) - float(y.mean())) > 10  # still far off
+        return result.warnings
+
+    constants = [settings.parse(s) for s in ablation.ABLATIONS["gradient_check"][0]]
+    olds = [(n, getattr(importlib.import_module(f"advi.{n.rpartition('.')[0]}"),
+                        n.rpartition(".")[2])) for n, _ in constants]
+    assert any("ELBO's gradient" in n for n in notes())
+    try:
+        settings.apply(ablation.ABLATIONS["gradient_check"][0])
+        ablated = notes()
+    finally:
+        for n, old in olds:
+            settings.set_constant(n, old)
+    assert not any("ELBO's gradient" in n for n in ablated), ablated
+    assert any(n.startswith("max_iter=100") for n in ablated), ablated
 
 
 def test_settings_are_refused_for_other_methods_and_mixed_outputs():
