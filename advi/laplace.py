@@ -20,17 +20,17 @@ whitened by the curvature where the previous one ended (zeta = zeta_prev + C u w
 definite), in which a Gaussian posterior is N(0, I), and stops when every gradient
 coordinate is below MODE_SD_TOL / 10 there; the last may use the steps the earlier ones
 left of ``max_steps``. Up to :data:`LAPLACE_EXTRA_STAGES` more follow where the last met its
-test where -H is not positive definite or the Newton step is still too long. The first
-stage runs unwhitened for up to :data:`UNWHITENED_STEPS_PER_DIM` K steps, and only where it
-has not met its test by then (or ran away sooner) is its rest whitened by the curvature
-there, by |-H| (:func:`advi.curvature.saddle_free`) where -H is not positive definite (a
-regression on an uncentred predictor, far from its mode: -H indefinite, its eigenvalues
-1e-2 .. 1e9). Up to ``hessian_max_dim`` a stage also ends when its gradient runs away
-(:data:`advi.lbfgs.RUNAWAY`). Where a whitened stage stopped short of its
-test before its step cap (ran away, or L-BFGS found no step: its line search met
-non-finite values or no increase) and -H is not positive definite where it ended (a
-centred hierarchy's funnel: its log density is not concave in a group effect and the log
-scale jointly), no later stage runs and the start is refused.
+test, or stopped short of it where -H is positive definite, and there -H is not positive
+definite or the Newton step is still too long. The first stage runs unwhitened for up to
+:data:`UNWHITENED_STEPS_PER_DIM` K steps, and only where it has not met its test by then
+(or ran away sooner) is its rest whitened by the curvature there, by |-H|
+(:func:`advi.curvature.saddle_free`) where -H is not positive definite (a regression on an
+uncentred predictor, far from its mode: -H indefinite, its eigenvalues 1e-2 .. 1e9). Up to
+``hessian_max_dim`` a stage also ends when its gradient runs away (:data:`advi.lbfgs.RUNAWAY`).
+Where a whitened stage stopped short of its test before its step cap (ran away, or found
+no step: its line search met non-finite values or no increase) and -H is not positive
+definite there (a centred hierarchy's funnel: its log density is not concave in a group
+effect and the log scale jointly), no later stage runs and the start is refused.
 
 Up to ``hessian_max_dim`` the curvature is formed by ``precision`` where a stage met its
 test, a candidate mode, and where a start is to be accepted; elsewhere (the first stage's
@@ -105,13 +105,15 @@ LAPLACE_STAGES = 2
 """L-BFGS runs, each after the first whitened by the curvature where the last ended."""
 
 LAPLACE_EXTRA_STAGES = 2
-"""Whitened stages the host's search may add where the last met its test but -H there is not
-positive definite or the Newton step is above :data:`MODE_SD_TOL` (a regression on data
-near 1e4 with flat priors: its first stage meets its relative test far from the mode)."""
+"""Whitened stages the host's search may add where the last met its test, or stopped short of
+it where -H is positive definite, but -H there is not definite or the Newton step is above
+:data:`MODE_SD_TOL`: data near 1e4 with flat priors meet the relative test far from the
+mode; an uncentred trend's stage, whitened far off, runs away (gradient grown 100-fold as
+sigma falls) a few sds from its mode."""
 
 CURVATURE_PROBES = 8
-"""Rademacher probes of the common start scale above ``hessian_max_dim`` (each two gradient
-calls: a central difference along it)."""
+"""Rademacher probes of the common start scale above ``hessian_max_dim`` (each a central
+difference of the gradient along it)."""
 
 UNWHITENED_STEPS_PER_DIM = 0.5
 """The host's first stage runs unwhitened for up to this many steps per dimension K, and forms
@@ -211,8 +213,7 @@ def _host(fn: Callable, data: Any, dtype: Any) -> Callable[[np.ndarray], Any]:
 
 
 def _cast(x: Any, dtype: Any) -> np.ndarray:
-    """``x`` as a NumPy array of ``dtype``: the start dispatches no JAX operation
-    (``jnp.asarray`` would compile a small program per shape)."""
+    """``x`` as a NumPy array of ``dtype`` (``jnp.asarray`` would compile a program)."""
     return np.asarray(x, dtype)
 
 
@@ -231,11 +232,11 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
     """The stages of the module docstring."""
     value_and_grad = _host(fns.value_and_grad, data, dtype)
     zeta, precision, scale, steps = np.asarray(zeta0, np.float64), None, 1.0, 0
-    reached = nonfinite = exact = False
+    reached = nonfinite = exact = short = False
     stages = LAPLACE_STAGES if fns.precision is not None or fns.search is not None else 1
     stage = -1  # the planned stages, then while _another_stage
-    while (stage := stage + 1) < stages or _another_stage(fns, zeta, precision, exact, stage,
-                                                          max_steps - steps, data, dtype):
+    while (stage := stage + 1) < stages or _another_stage(
+            fns, zeta, precision, exact or short, stage, max_steps - steps, data, dtype):
         cap = max_steps // stages if stage < stages - 1 else max_steps - steps
         abs_tol, refused, short = (MODE_SD_TOL / 10 if stage > 0 else 0.0), False, False
         if fns.search is not None:
@@ -265,11 +266,10 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
 
 
 def _another_stage(fns: LogDensityFunctions, zeta: np.ndarray, precision: np.ndarray | None,
-                   met: bool, stage: int, left: int, data: Any, dtype: Any) -> bool:
-    """Whether the host's search runs one more whitened stage (:data:`LAPLACE_EXTRA_STAGES`):
-    the last met its test, but where -H is not positive definite or its Newton step is too
-    long."""
-    if not met or precision is None or left <= 0 or (
+                   ended: bool, stage: int, left: int, data: Any, dtype: Any) -> bool:
+    """Whether another whitened stage runs (:data:`LAPLACE_EXTRA_STAGES`) after one that
+    ``ended`` (met its test, or stopped short where -H is definite) short of the mode."""
+    if not ended or precision is None or left <= 0 or (
             stage >= LAPLACE_STAGES + LAPLACE_EXTRA_STAGES):
         return False
     definite, steps_sd = newton_sd(precision, np.asarray(

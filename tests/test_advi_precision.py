@@ -132,10 +132,13 @@ def _trend_density(pinned: bool) -> advi.Target:
     return advi.from_log_density(log_density, 3)
 
 
-def test_auto_redoes_a_doubtful_float32_fit_only_where_float64_can_change_it():
-    """Seed 2's float32 fit of the uncentred trend is refused its Laplace start where
-    float32 cannot resolve the curvature, and warns: the density in float64 is redone in
-    float64; the same density pinned to float32 keeps its float32 fit and its warning."""
+def test_auto_redoes_a_doubtful_float32_fit_only_where_float64_can_change_it(monkeypatch):
+    """Without the Laplace start's extra whitened stages, seed 2's float32 fit of the
+    uncentred trend is refused its start where float32 cannot resolve the curvature, and
+    warns: the density in float64 is redone in float64; the same density pinned to float32
+    keeps its float32 fit and its warning. (With them, its start finds the mode at seeds
+    0-11.)"""
+    monkeypatch.setattr(advi.laplace, "LAPLACE_EXTRA_STAGES", 0)
     key = jax.random.PRNGKey(2)
     redone = advi.fit(_trend_density(False), rng_key=key, preset="robust")
     assert redone.params.mu.dtype == np.float64 and "float64 (" in redone.start
