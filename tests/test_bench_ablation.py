@@ -2,6 +2,7 @@
 (``benchmarks/bench_ablation.py``, ``suite_settings.py``): a setting reaches every place the
 library reads the constant, and an ablation's rows are made with it and compared."""
 
+import contextlib
 import importlib
 import json
 
@@ -50,6 +51,20 @@ def test_a_constant_is_set_where_it_was_imported_and_in_defaults():
     assert advi.log_density_functions(lambda z, d: -0.5 * jnp.sum(z**2), 3).precision
 
 
+@contextlib.contextmanager
+def _applied(name):
+    """The ablation ``name``'s settings applied (its advi.fit options yielded), its
+    constants restored after."""
+    constants = [settings.parse(s) for s in ablation.ABLATIONS[name][0] if "." in s]
+    olds = [(n, getattr(importlib.import_module(f"advi.{n.rpartition('.')[0]}"),
+                        n.rpartition(".")[2])) for n, _ in constants]
+    try:
+        yield settings.apply(ablation.ABLATIONS[name][0])
+    finally:
+        for n, old in olds:
+            settings.set_constant(n, old)
+
+
 @pytest.mark.parametrize("name", list(ablation.ABLATIONS))
 def test_every_ablation_is_a_setting_the_fit_runs_with(name):
     """A correlated 3-d Gaussian fit with each ablation's settings applied (restored after):
@@ -59,16 +74,9 @@ def test_every_ablation_is_a_setting_the_fit_runs_with(name):
     mean = jnp.array([1.0, -2.0, 0.5])
     target = advi.from_log_density(
         lambda z: -0.5 * (z - mean) @ precision @ (z - mean), 3)
-    constants = [settings.parse(s) for s in ablation.ABLATIONS[name][0] if "." in s]
-    olds = [(n, getattr(importlib.import_module(f"advi.{n.rpartition('.')[0]}"),
-                        n.rpartition(".")[2])) for n, _ in constants]
-    try:
-        options = settings.apply(ablation.ABLATIONS[name][0])
+    with _applied(name) as options:
         result = advi.fit(target, preset="robust", rng_key=jax.random.PRNGKey(0),
                           progress_bar=False, **options)
-    finally:
-        for n, old in olds:
-            settings.set_constant(n, old)
     assert jnp.allclose(result.params.mu, mean, atol=0.1), (name, result.params.mu)
 
 
@@ -88,16 +96,9 @@ def test_the_gradient_check_ablation_silences_only_that_check():
         assert abs(float(result.params.mu[0]) - float(y.mean())) > 10  # still far off
         return result.warnings
 
-    constants = [settings.parse(s) for s in ablation.ABLATIONS["gradient_check"][0]]
-    olds = [(n, getattr(importlib.import_module(f"advi.{n.rpartition('.')[0]}"),
-                        n.rpartition(".")[2])) for n, _ in constants]
     assert any("ELBO's gradient" in n for n in notes())
-    try:
-        settings.apply(ablation.ABLATIONS["gradient_check"][0])
+    with _applied("gradient_check"):
         ablated = notes()
-    finally:
-        for n, old in olds:
-            settings.set_constant(n, old)
     assert not any("ELBO's gradient" in n for n in ablated), ablated
     assert any(n.startswith("max_iter=100") for n in ablated), ablated
 
