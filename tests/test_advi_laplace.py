@@ -521,21 +521,25 @@ def _measurements(y, sd_prior):
 
 
 def test_a_stage_that_ran_away_near_the_mode_where_minus_h_is_definite_is_followed():
-    """100 measurements near 3e5 with sd 1, searched (float64) from c near 0: the sd first
-    grows to about 3e5, then falls towards 1 as c nears the data, so a stage whitened far
-    away sees its gradient grow 100-fold (a runaway) a few sds from the mode, here where
-    -H is positive definite. Another whitened stage follows while the Newton step is too
-    long, and the start is accepted at the mode; it was refused. (From the inits of seeds
-    0-7, 3 starts are accepted, 2 before: the others run away where -H is not definite.)"""
+    """100 measurements near 3e5 with sd 1, searched (float64) from c some 3e3-1.2e4 below
+    them: the sd falls towards 1 as c nears the data, so a stage whitened far away sees its
+    gradient grow 100-fold (a runaway) a few sds from the mode, here where -H is positive
+    definite. Another whitened stage follows while the Newton step is too long, and the
+    start is accepted at the mode; it was refused from all five inits.
+
+    The search's path in this valley is chaotic (a 1e-12 relative change of another init
+    decides between the mode and a refusal), so the five inits are ones where a change of
+    1e-3 in c and 1e-6 in log s keeps the outcome, and one of them may end otherwise on
+    another platform's rounding (a GPU's float64 sums)."""
     y = 299792.458 + np.random.default_rng(0).normal(size=100)
+    mode_s = np.sqrt(np.mean((y - y.mean()) ** 2))  # the priors move it by < 1e-3 sd
+    at_mode = 0
     with jax.enable_x64(True):
         target = advi.from_numpyro(_measurements, (y, 10.0))
         fns = advi.log_density_functions(lambda z, d: target.log_density_fn(z, None, d), 2)
-        zeta0 = np.asarray(jax.random.uniform(jax.random.PRNGKey(0), (2,), minval=-2,
-                                              maxval=2))
-        assert zeta0.dtype == np.float64
-        start = advi.laplace_start(fns, advi.MEANFIELD, zeta0, target.data)
-    assert start.ok, start
-    mode_s = np.sqrt(np.mean((y - y.mean()) ** 2))  # the priors move it by < 1e-3 sd
-    np.testing.assert_allclose(start.params.mu[0], y.mean(), atol=0.01 * mode_s / 10)
-    np.testing.assert_allclose(np.exp(start.params.mu[1]), mode_s, rtol=0.01)
+        for below, log_s in [(1.2e4, 2.0), (1.2e4, 2.5), (1e4, 3.0), (8e3, 2.0), (3e3, 3.0)]:
+            zeta0 = np.array([y.mean() - below, log_s])
+            start = advi.laplace_start(fns, advi.MEANFIELD, zeta0, target.data)
+            at_mode += bool(start.ok and abs(start.params.mu[0] - y.mean()) < 0.001 * mode_s
+                            and abs(np.exp(start.params.mu[1]) / mode_s - 1) < 0.01)
+    assert at_mode >= 4, at_mode
