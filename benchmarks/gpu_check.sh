@@ -7,6 +7,7 @@
 #
 #     bash benchmarks/gpu_check.sh [OUTDIR]        # OUTDIR (default gpu-check) gets the logs
 #     GPU_CHECK_TESTS=0 GPU_CHECK_SUITE=0 bash benchmarks/gpu_check.sh   # the benchmark alone
+#     GPU_CHECK_LOOPS=1 bash benchmarks/gpu_check.sh   # bench_loops.py's loop shapes on E3 too
 #
 # Scoring is outside each method's clock but not free: a method without a stopping rule runs
 # to max_iter (NumPyro SVI: 30,000 steps on E3, 120 checkpoints at --every 250). The suite's
@@ -14,6 +15,9 @@
 # OUTDIR/suite/rows.jsonl (benchmarks/bench_suite.py's format, resumable).
 # Needs the package and its test and bench extras installed (or importable) and a CUDA build
 # of JAX; the data are made under results/ as scripts/fit.py makes them, or read from there.
+# The scripts put this checkout first on sys.path, so with the package installed from a
+# wheel (not editable) run them in a copy without advi_repro/, whose subpackages only an
+# install maps (pyproject's package-dir).
 set -u
 out=${1:-gpu-check}
 mkdir -p "$out"
@@ -34,6 +38,10 @@ if [ "${GPU_CHECK_PEERS:-1}" = 1 ]; then
   limit=90 peers linreg_ard 50 -1.4228 8 e1 --methods advi_robust numpyro_svi
   limit=90 peers election88 50 -0.6378 8 e2 --methods advi_robust numpyro_svi
   limit=100 peers gamma_poisson_nmf 250 -4.5113 12 e3 --methods advi_robust numpyro_svi
+fi
+# what each loop shape costs a step of E3 (a GPU tests a while_loop's condition on the host)
+if [ "${GPU_CHECK_LOOPS:-0}" = 1 ]; then
+  timeout 120 python3 benchmarks/bench_loops.py 2>&1 | tee "$out/loops.md" | grep -v "^INFO\|^WARNING"
 fi
 
 pids=()
