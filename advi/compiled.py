@@ -89,7 +89,7 @@ class StartInfo(NamedTuple):
     scales from the Hessian; False above :data:`advi.laplace.HESSIAN_MAX_DIM`), and for
     ``dtype="auto"`` (:mod:`advi.precision`): ``resolution`` (:func:`advi.precision.
     start_resolution`), ``log_p_spacing`` (nats), and the :class:`advi.laplace.LaplaceStart`'s
-    ``nonfinite`` and ``condition``."""
+    ``nonfinite``."""
 
     laplace: bool
     steps: int
@@ -100,7 +100,6 @@ class StartInfo(NamedTuple):
     resolution: float = 0.0
     log_p_spacing: float = 0.0
     nonfinite: bool = False
-    condition: float = math.nan
 
 
 def _host_init(family: Family, dim: int, init: str, dtype: Any) -> Callable:
@@ -279,7 +278,7 @@ class CompiledADVI:
                              scaled=start.ok and done.laplace.precision is not None,
                              resolution=start_resolution(start),
                              log_p_spacing=log_p_spacing(start.log_p),
-                             nonfinite=start.nonfinite, condition=start.condition)
+                             nonfinite=start.nonfinite)
             if start.ok:
                 params = start.params
         return keys, done.begin(params), info

@@ -1,12 +1,11 @@
 """The curvature -H of a log density as the Laplace start uses it (:mod:`advi.laplace`): the
 whitening C with C C^T = (-H)^-1 (its Cholesky factor where -H is positive definite, the
-saddle-free |-H|^-1/2 where it is not), -H's condition, the Newton step in Laplace
-standard deviations, and -H itself by central differences of a compiled gradient. NumPy and
-SciPy on the host, in float64."""
+saddle-free |-H|^-1/2 where it is not), the Newton step in Laplace standard deviations,
+and -H itself by central differences of a compiled gradient. NumPy and SciPy on the host,
+in float64."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -64,16 +63,6 @@ def times(whiten: np.ndarray, u: np.ndarray, transpose: bool = False) -> np.ndar
     """C u (``transpose``: C^T u), (K,), for a whitening C given as a (K, K) matrix or as its
     (K,) diagonal, and u (K,)."""
     return ((whiten.T if transpose else whiten) @ u) if whiten.ndim == 2 else whiten * u
-
-
-def condition_number(precision: np.ndarray) -> float:
-    """max |eigenvalue| / |smallest eigenvalue| of a symmetric (K, K) matrix (inf where
-    singular, nan where not finite): :attr:`advi.laplace.LaplaceStart.condition`."""
-    if not np.all(np.isfinite(precision)):
-        return math.nan
-    eigenvalues = np.linalg.eigvalsh(precision)
-    least = abs(float(eigenvalues[0]))
-    return float(np.max(np.abs(eigenvalues))) / least if least > 0 else math.inf
 
 
 def newton_sd(precision: np.ndarray, grad: np.ndarray) -> tuple[bool, np.ndarray]:

@@ -141,7 +141,7 @@ def fit(
     if shortfall is not None:
         begun = again(begun, shortfall)
     doubtful = functools.partial(precision.float32_doubt, o.dtype, begun.promoted,
-                                 info.nonfinite, info.condition)
+                                 info.nonfinite)
     with warnings.catch_warnings(record=True) as caught:  # kept unless the fit is redone
         warnings.simplefilter("always")
         result = _finish_in_scope(begun, o, checkpoint, clock, progress_bar, name)

@@ -72,7 +72,7 @@ from jax import Array
 from jax.typing import ArrayLike
 
 from . import curvature
-from .curvature import condition_number, newton_sd, times, whitening
+from .curvature import newton_sd, times, whitening
 from .families import Family, FullRankParams, MeanFieldParams
 from .lbfgs import RUNAWAY, HostSearch, Search, find_mode, mode_search
 
@@ -140,9 +140,6 @@ class LaplaceStart(NamedTuple):
             where -H is not positive definite or not formed).
         nonfinite: bool, the host's search met a non-finite log p or gradient at a point
             it tried (float32 overflow, or a Cholesky factor that float32 cannot form).
-        condition: float, max |eigenvalue| / |smallest eigenvalue| of -H where a refused
-            start's search ended (nan where accepted or -H not formed). Above 1 / eps of
-            the float type, the sign of the least curvature is rounding in that type.
     """
 
     params: Any
@@ -153,7 +150,6 @@ class LaplaceStart(NamedTuple):
     log_p: float = float("nan")
     newton_sd: float = float("inf")
     nonfinite: bool = False
-    condition: float = float("nan")
 
 
 class LogDensityFunctions(NamedTuple):
@@ -374,7 +370,6 @@ def laplace_start(
                    for a in fns.value_and_grad(_cast(mode, dtype), data))
     grad_norm, dim = float(np.linalg.norm(grad)), mode.shape[-1]
     sd, scale, newton = np.ones(dim), None, np.inf  # scale: full-rank q's Cholesky factor
-    condition = math.nan
     if precision is None:
         ok = bool(np.all(np.isfinite(grad)) and np.isfinite(value) and not refused and (
             reached or grad_norm <= GRAD_RTOL * max(1.0, abs(float(value)))))
@@ -384,7 +379,6 @@ def laplace_start(
         definite, steps_sd = newton_sd(precision, grad)
         newton = float(np.max(steps_sd)) if np.all(np.isfinite(steps_sd)) else np.inf
         ok = definite and newton < MODE_SD_TOL
-        condition = math.nan if ok else condition_number(precision)
         diag = np.diagonal(precision)
         sd = 1 / np.sqrt(np.where(np.isfinite(diag) & (diag > 0), diag, 1.0))
         if definite and family.name == "fullrank":
@@ -395,6 +389,6 @@ def laplace_start(
     if family.name == "fullrank":
         scale = np.diag(sd) if scale is None else scale
         return LaplaceStart(FullRankParams(mu, _cast(scale, dtype)), ok, steps, grad_norm, sd,
-                            float(value), newton, nonfinite, condition)
+                            float(value), newton, nonfinite)
     return LaplaceStart(MeanFieldParams(mu, _cast(np.log(sd), dtype)), ok, steps, grad_norm,
-                        sd, float(value), newton, nonfinite, condition)
+                        sd, float(value), newton, nonfinite)

