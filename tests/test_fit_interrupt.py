@@ -18,9 +18,6 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # advi_repro: installed
 # E1 at smoke scale with ADVI: finished in seconds; LONG makes a rerun run for minutes.
 QUICK = ["experiment=linreg_ard", "method=advi", "scale=smoke"]
 LONG = ["method.tol_rel_obj=1e-9", "method.max_iter=10000000", "budget_s=600"]
-# one worker runs this module under pytest-xdist: its fixture runs once
-pytestmark = pytest.mark.xdist_group("interrupted_fit")
-
 
 def fit(results_dir, *overrides):
     """scripts/fit.py as a child process, writing under ``results_dir``."""

@@ -25,9 +25,6 @@ COPIED = ("Snakefile", "rules", "conf", "scripts", "report", "models", "runners"
           "analysis", "advi_repro")
 PACKAGES = ("models", "runners", "planning", "analysis")  # advi_repro.<name>: pyproject
 PAGE_EXPERIMENTS = ("poisson_regression", "poisson_regression_csv")
-# one worker runs this module under pytest-xdist: its fixture runs once
-pytestmark = pytest.mark.xdist_group("own_model")
-
 
 def page_files():
     """``{path: text}`` of the files the page adds: each a fenced block after a line that

@@ -18,9 +18,6 @@ import pytest
 from advi_repro.planning.paths import REPO_ROOT
 
 NEW = "my_regression"
-# one worker runs this module under pytest-xdist: its fixture runs once
-pytestmark = pytest.mark.xdist_group("second_checkout")
-
 
 def tracked_files():
     """This checkout's tracked files (``git ls-files``), as a clone of it holds them."""

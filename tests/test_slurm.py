@@ -50,7 +50,6 @@ def slurm_missing() -> str | None:
 
 pytestmark = [
     pytest.mark.slurm,
-    pytest.mark.xdist_group("slurm_workflow"),
     pytest.mark.skipif(slurm_missing() is not None, reason=str(slurm_missing())),
 ]
 

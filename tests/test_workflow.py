@@ -44,8 +44,6 @@ FACTORS = {"gamma_poisson_nmf": "fig5c_gamma_poisson_factors",
 RUNS = [(e, m) for e, (_, methods, _) in EXPERIMENTS.items() for m in methods]
 HEADER_RGB = (0xEE, 0xF1, 0xF5)  # th's background in analysis/report_pages.py
 ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # advi_repro: installed
-# The tests of the smoke run share one worker under pytest-xdist (the fixture runs once).
-ON_SMOKE_WORKER = pytest.mark.xdist_group("smoke_workflow")
 
 
 def snakemake(workdir, *args, config=(), timeout=900, env=ENV):
@@ -78,7 +76,6 @@ def run_folder(workdir, experiment, method):
     return workdir / "results" / "runs" / "smoke" / experiment / method / "seed0"
 
 
-@ON_SMOKE_WORKER
 @pytest.mark.parametrize(("experiment", "method"), RUNS)
 def test_every_run_leaves_a_trace_a_posterior_mean_and_an_info_json(smoke, experiment, method):
     run = run_folder(smoke, experiment, method)
@@ -114,7 +111,6 @@ def test_every_run_leaves_a_trace_a_posterior_mean_and_an_info_json(smoke, exper
                            / "seed0.log").read_text()
 
 
-@ON_SMOKE_WORKER
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_figures_and_summaries_are_made(smoke, experiment):
     figure, methods, reference = EXPERIMENTS[experiment]
@@ -126,7 +122,6 @@ def test_figures_and_summaries_are_made(smoke, experiment):
     assert f"seconds_to_1pct_of_{reference}" in summary.columns
 
 
-@ON_SMOKE_WORKER
 @pytest.mark.parametrize(("experiment", "figure"), FACTORS.items())
 def test_the_factor_figures_draw_the_advi_posterior_mean_of_beta(smoke, experiment, figure):
     for ext in ("png", "pdf"):
@@ -142,7 +137,6 @@ def test_the_factor_figures_draw_the_advi_posterior_mean_of_beta(smoke, experime
         np.testing.assert_allclose(theta.sum(axis=1), 1.0, rtol=1e-4)
 
 
-@ON_SMOKE_WORKER
 def test_the_mixture_experiments_share_one_memory_mapped_data_file(smoke):
     paths = {json.loads((run_folder(smoke, e, m) / "info.json").read_text())["data"]["path"]
              for e, m in RUNS if e in ("gmm", "gmm_minibatch")}
@@ -176,7 +170,6 @@ def embedded_pages(report_html):
             for path, entry in results.items() if entry["data_uri"].startswith("data:text/html")}
 
 
-@ON_SMOKE_WORKER
 def test_a_run_is_published_from_its_own_files(smoke, tmp_path):
     out = tmp_path / "published"
     page = publish_results.write_page(smoke / "results", out, "snakemake --cores 2",
@@ -198,14 +191,12 @@ def test_a_run_is_published_from_its_own_files(smoke, tmp_path):
     assert (out / "summaries" / "gmm_minibatch.csv").is_file()
 
 
-@ON_SMOKE_WORKER
 def test_smoke_fits_ran_side_by_side_on_their_own_cpus(smoke):
     infos = [json.loads((run_folder(smoke, e, m) / "info.json").read_text()) for e, m in RUNS]
     assert max(info["resources"]["beside"] for info in infos) >= 1  # --cores 2: two at once
     assert len({info["resources"]["cpu_ids"][0] for info in infos}) == 2
 
 
-@ON_SMOKE_WORKER
 def test_the_report_says_the_runs_are_smoke_runs_from_their_info_json(report):
     pages = embedded_pages(report.read_text())
     runs = next(text for path, text in pages.items() if path.endswith("runs.html"))
@@ -220,7 +211,6 @@ def test_the_report_says_the_runs_are_smoke_runs_from_their_info_json(report):
     assert "Subset of 100 images" in summary  # E5's smoke size, not the paper's 1000
 
 
-@ON_SMOKE_WORKER
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_the_accuracy_figures_are_readable_on_the_smoke_traces(smoke, experiment):
     figure, methods, _ = EXPERIMENTS[experiment]
@@ -240,7 +230,6 @@ def test_the_accuracy_figures_are_readable_on_the_smoke_traces(smoke, experiment
             assert any(f"final {final:.4g}, {side} the axis" in label for label in labels)
 
 
-@ON_SMOKE_WORKER
 def test_the_report_builds_with_the_measured_numbers_in_the_captions(report):
     html = report.read_text()
     assert html.count("seconds_to_1pct_of_nuts") >= 5  # the captions' tables
@@ -251,7 +240,6 @@ def test_the_report_builds_with_the_measured_numbers_in_the_captions(report):
     assert "Gamma Poisson Factors" in html
 
 
-@ON_SMOKE_WORKER
 def test_a_second_invocation_redoes_nothing(smoke):
     result = snakemake(smoke, "--cores", "1", "--dry-run")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -276,7 +264,6 @@ def test_the_fit_rule_hands_each_job_its_data_file_and_its_folder(tmp_path):
     assert """'output_dir="results/runs/smoke/linreg_ard/advi_M1/seed0"'""" in result.stdout
 
 
-@ON_SMOKE_WORKER
 @pytest.mark.skipif(screenshot_report.find_chromium() is None, reason="no Chromium installed")
 @pytest.mark.parametrize("size", screenshot_report.SIZES)
 def test_the_claims_table_spans_the_main_panel_in_a_browser(report, tmp_path, size):

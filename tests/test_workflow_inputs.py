@@ -13,9 +13,6 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # advi_repro: installed
 RUNS = "results/runs/smoke/linreg_ard/advi_M1"
 TARGETS = ["results/summaries/linreg_ard.csv", "results/figures/fig4a_linreg_ard.png",
            "results/claims.csv"]
-# one worker runs this module under pytest-xdist: its fixture runs once
-pytestmark = pytest.mark.xdist_group("workflow_inputs")
-
 
 def workflow(workdir, seeds):
     """E1 with ADVI alone (its fastest runs) at smoke scale, for these seeds."""

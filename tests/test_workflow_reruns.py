@@ -26,9 +26,6 @@ SWEEP = ["method=advi", "method.grad_samples=1,10"]
 RUNS = {m: f"results/runs/smoke/linreg_ard/{m}/seed0" for m in ("advi_M1", "advi_M10")}
 TRACES = [f"{run}/trace.csv" for run in RUNS.values()]
 SUMMARY = "results/summaries/linreg_ard.csv"
-# one worker runs this module under pytest-xdist: its fixture runs once
-pytestmark = pytest.mark.xdist_group("workflow_reruns")
-
 
 def snakemake(workflow, overrides=SWEEP, *args, targets=(SUMMARY,), work=None):
     """The copy's workflow at smoke scale, E1, seed 0, with these Hydra overrides, in
