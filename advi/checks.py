@@ -112,8 +112,12 @@ the one end-of-fit warning that float64 would not mend (``advi.precision.float32
 is not asked about it)."""
 
 FULLRANK_REMEDY = ("a full-rank q (family=\"fullrank\"), a reparameterisation (non-centred "
-                   "hierarchies), or MCMC to check")
-"""The remedy of the warning that q cannot express the posterior."""
+                   "hierarchies), another start (another rng_key: in a valley of log p, "
+                   "where the search for the mode ends depends on where it began), or MCMC "
+                   "to check")
+"""The remedy of the warning that q cannot express the posterior. Another start, since in
+a valley of log p the search's end is a chaotic function of its init
+(docs/library/generalisation.md, "Not yet")."""
 
 EARLY_STOPS = frozenset({"elbo settled", "max_iter", "mean", "median", "mean and median",
                          "stopped by checkpoint"})
