@@ -246,6 +246,11 @@ def drive(
     return make_result(rec.outcome(rule, params, state, converged, reason), True)
 
 
+_REMEDY = ("; remedy: fit in float64 (dtype=\"float64\": float32 overflows sooner where q's "
+           "draws reach), another start (another rng_key)")
+_SIMPLER_Q = ", or a mean-field q (family=\"meanfield\")"
+
+
 def _narrows(policy: RestartPolicy, rec: _Record, iteration: int) -> bool:
     """Whether a restart from ``iteration`` narrows q (iteration 0, narrowings left)."""
     return iteration == 0 and policy.narrow is not None and (
@@ -268,11 +273,12 @@ def _restart(runner: Any, rule: StoppingRule, policy: RestartPolicy, rec: _Recor
         return fresh_state(policy.narrow(start.params), runner.optimizer, start.iteration,
                            start.redraws)
     if new_eta is None:
-        at_start = ("; no eta helps at iteration 0, where the initial q's own draws fail: "
+        remedy = ("; no eta helps at iteration 0, where the initial q's own draws fail: "
                     "start elsewhere (init='zero', another rng_key) or fit in float64"
-                    if it == 0 else "")
+                    if it == 0 else _REMEDY + (_SIMPLER_Q if runner.family.name == "fullrank"
+                                              else ""))
         raise ADVIError(
-            f"{cause} at iteration {it} with eta={rec.eta:g}, {policy.limit}{at_start}; "
+            f"{cause} at iteration {it} with eta={rec.eta:g}, {policy.limit}{remedy}; "
             f"stopping. err.result holds {rule.fallback_text} and its history.",
             make_result(rec.outcome(rule, start.params, start, False, "max_iter"), False))
     rec.restarts.append((it, rec.eta, new_eta))

@@ -200,6 +200,8 @@ def test_failure_at_the_smallest_eta_keeps_the_last_finite_state():
     with pytest.raises(advi.ADVIError, match="smallest eta") as err:
         advi.fit(target, rng_key=KEY, eta=0.01, init="zero", tol_rel_obj=1e-12,
                  max_iter=100_000, khat_samples=0)
+    assert 'remedy: fit in float64 (dtype="float64"' in str(err.value)
+    assert "meanfield" not in str(err.value)  # q is mean-field already
     partial = err.value.result
     assert partial is not None and partial.num_iterations > 0
     assert np.all(np.isfinite(partial.params.mu))
