@@ -274,9 +274,9 @@ def _restart(runner: Any, rule: StoppingRule, policy: RestartPolicy, rec: _Recor
                            start.redraws)
     if new_eta is None:
         remedy = ("; no eta helps at iteration 0, where the initial q's own draws fail: "
-                    "start elsewhere (init='zero', another rng_key) or fit in float64"
-                    if it == 0 else _REMEDY + (_SIMPLER_Q if runner.family.name == "fullrank"
-                                              else ""))
+                  "start elsewhere (init='zero', another rng_key) or fit in float64"
+                  if it == 0 else
+                  _REMEDY + (_SIMPLER_Q if runner.family.name == "fullrank" else ""))
         raise ADVIError(
             f"{cause} at iteration {it} with eta={rec.eta:g}, {policy.limit}{remedy}; "
             f"stopping. err.result holds {rule.fallback_text} and its history.",

@@ -52,8 +52,6 @@ LOG_P_SPACING = 1.0
 spacing of log p exceeds this many nats."""
 
 
-
-
 MATMUL_PRECISION = "highest"
 """JAX's ``default_matmul_precision`` in a fit whose caller has set none: matrix products in
 the dtype's own precision. JAX's default lets the backend choose, and on NVIDIA GPUs since
@@ -188,7 +186,8 @@ def float32_doubt(dtype: str | None, promoted: str | None, nonfinite: bool,
     - the main loop met non-finite draws (``redraws`` > 0, or ``restarted``).
 
     Each signal alone also fires on fits that float64 would not mend (E2's centred funnel
-    meets overflows in its start's line searches), which end without warnings: the
+    meets overflows in its start's line searches), which end without warnings (the random
+    start's k-hat warning, :data:`advi.checks.FELL_BACK_NOTE`, is not among ``notes``): the
     warnings gate the redo, so that only a fit that float32 has plausibly spoiled pays for
     float64.
     """
