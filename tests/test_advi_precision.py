@@ -136,8 +136,10 @@ def test_auto_redoes_a_doubtful_float32_fit_only_where_float64_can_change_it(mon
     fit in doubt (``advi.precision.float32_doubt`` replaced), the density in float64 is
     redone in float64, and the same density pinned to float32 keeps its float32 fit and
     its warning (``advi.precision.carries_float64``)."""
-    monkeypatch.setattr(advi.precision, "float32_doubt",
-                        lambda *args: "every warned fit is in doubt here" if args[3] else None)
+    def in_doubt(dtype, promoted, nonfinite, notes, *signals):
+        return "every warned fit is in doubt here" if notes else None
+
+    monkeypatch.setattr(advi.precision, "float32_doubt", in_doubt)
     key = jax.random.PRNGKey(2)
     redone = advi.fit(_trend_density(False), rng_key=key, preset="robust", max_iter=100)
     assert redone.params.mu.dtype == np.float64
