@@ -3,11 +3,15 @@ schools model and the E1 (ARD regression) problem with its held-out score.
 
 Imported (as ``common``) by ``bench_advi.py``, ``bench_accuracy.py`` and
 ``bench_minibatch.py``, run as scripts from any directory (Python puts ``benchmarks/`` first
-on ``sys.path``).
+on ``sys.path``). The checkout goes on ``sys.path`` only where ``advi_repro`` is not
+installed: with a regular (non-editable) install, the checkout's ``advi_repro/`` holds
+none of the subpackages the install maps into it (``models/``, ``planning/``, ...), and
+put first it would shadow the installed package.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import platform
@@ -16,8 +20,17 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # models/ and advi_repro.planning.datasets/ of this checkout
-    sys.path.insert(0, str(ROOT))
+
+
+def put_checkout_on_path(root: Path = ROOT) -> None:
+    """Put ``root`` first on ``sys.path`` unless ``advi_repro`` is importable without it (an
+    install, editable or not, already maps its subpackages: the checkout's own folder would
+    shadow a regular install)."""
+    if str(root) not in sys.path and importlib.util.find_spec("advi_repro") is None:
+        sys.path.insert(0, str(root))
+
+
+put_checkout_on_path()
 
 EIGHT_Y = (28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0)
 EIGHT_SIGMA = (15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0)

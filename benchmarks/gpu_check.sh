@@ -15,9 +15,8 @@
 # OUTDIR/suite/rows.jsonl (benchmarks/bench_suite.py's format, resumable).
 # Needs the package and its test and bench extras installed (or importable) and a CUDA build
 # of JAX; the data are made under results/ as scripts/fit.py makes them, or read from there.
-# The scripts put this checkout first on sys.path, so with the package installed from a
-# wheel (not editable) run them in a copy without advi_repro/, whose subpackages only an
-# install maps (pyproject's package-dir).
+# The scripts use the installed advi_repro where there is one (editable or not), and this
+# checkout's folders otherwise (benchmarks/bench_common.py).
 set -u
 out=${1:-gpu-check}
 mkdir -p "$out"

@@ -36,16 +36,14 @@ import math
 import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import bench_common  # noqa: F401  (this checkout on sys.path, unless advi_repro is installed)
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 INT_TIME = 2.0 * math.pi
 """Stan's default ``int_time`` for static HMC (the paper's HMC)."""

@@ -3,25 +3,20 @@ script exports are what each Stan program declares, in the shapes it declares, a
 script's reading of Stan's outputs (unconstrained order, CSV columns) is Stan's layout."""
 
 import functools
-import importlib.util
 import re
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from bench_scripts import load
 from numpyro.infer.util import initialize_model
 
 from advi_repro import models
 from advi_repro.planning.paths import REPO_ROOT
 
 STAN_DIR = REPO_ROOT / "benchmarks" / "stan"
-spec = importlib.util.spec_from_file_location(
-    "stan_hmc_compare", REPO_ROOT / "benchmarks" / "stan_hmc_compare.py")
-compare = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = compare  # for its dataclass
-spec.loader.exec_module(compare)
+compare = load("stan_hmc_compare")
 
 RNG = np.random.default_rng(0)
 U, P, K = 5, 7, 3  # frames, pixels, factors
