@@ -55,9 +55,10 @@ from .chunk import TRACE_SALT, make_chunk, step_eps, with_elbo
 from .curvature import cheaper_precision
 from .elbo_batches import elbo_compiler, make_elbo
 from .families import Family, host_standard_normal
-from .laplace import LogDensityFunctions, log_density_functions
-from .multistart import EXTRA_STARTS, multistart_laplace
+from .laplace import LaplaceStart, LogDensityFunctions, log_density_functions
+from .multistart import EXTRA_STARTS, StartInfo, multistart_laplace
 from .precision import log_p_spacing, start_resolution
+from .refit import second_start
 from .step import ADVIState, fresh_state
 from .target import Target
 
@@ -80,26 +81,6 @@ CACHE_SIZE = 16
 """Configurations whose compiled functions are kept per process."""
 
 _CACHE: collections.OrderedDict[Hashable, _Compiled] = collections.OrderedDict()
-
-
-class StartInfo(NamedTuple):
-    """How the initial state was chosen: ``laplace`` (the Laplace start was used), ``steps``
-    (L-BFGS iterations of every start), ``grad_norm`` (||grad log p|| there), the extra
-    starts' ``note`` and ``warn`` (:class:`advi.multistart.MultiStart`), ``scaled`` (q's
-    scales from the Hessian; False above :data:`advi.laplace.HESSIAN_MAX_DIM`), and for
-    ``dtype="auto"`` (:mod:`advi.precision`): ``resolution`` (:func:`advi.precision.
-    start_resolution`), ``log_p_spacing`` (nats), and the :class:`advi.laplace.LaplaceStart`'s
-    ``nonfinite``."""
-
-    laplace: bool
-    steps: int
-    grad_norm: float
-    note: str | None = None
-    warn: bool = False
-    scaled: bool = False
-    resolution: float = 0.0
-    log_p_spacing: float = 0.0
-    nonfinite: bool = False
 
 
 def _host_init(family: Family, dim: int, init: str, dtype: Any) -> Callable:
@@ -240,6 +221,7 @@ class CompiledADVI:
         self.elbo_samples = options.elbo_samples
         self.level = NO_REDRAWS
         self._eps: tuple[bytes, np.ndarray] | None = None  # (key bits, trace eps)
+        self._start_data: Any = None  # the Laplace start's data argument (setup's)
         self.dtype = jnp.result_type(float)
         key = None if target.cache_key is None else (target.cache_key, options, self.dtype)
         done = None if key is None else _CACHE.get(key)
@@ -269,6 +251,7 @@ class CompiledADVI:
         """
         done = self._done
         keys, params, batch_key, seed = done.init(rng_key)
+        self._start_data = (batch_key, self.target.data)
         info = StartInfo(False, 0, math.nan)
         if done.laplace is not None:
             start, note, warn = multistart_laplace(done.laplace, self.family, params.mu,
@@ -278,10 +261,21 @@ class CompiledADVI:
                              scaled=start.ok and done.laplace.precision is not None,
                              resolution=start_resolution(start),
                              log_p_spacing=log_p_spacing(start.log_p),
-                             nonfinite=start.nonfinite)
+                             nonfinite=start.nonfinite, log_p=start.log_p)
             if start.ok:
                 params = start.params
         return keys, done.begin(params), info
+
+    def second_start(self, params: Any, refused_log_p: float
+                     ) -> tuple[ADVIState, LaplaceStart] | None:
+        """The state and start of :func:`advi.refit.second_start` from the fitted ``params``
+        (after :meth:`setup`; ``refused_log_p``: ``StartInfo.log_p``), or None (not tried,
+        refused, or no host search: no Laplace start, or K above ``hessian_max_dim``)."""
+        fns = self._done.laplace
+        if fns is None or fns.precision is None:
+            return None
+        start = second_start(fns, self.family, params, self._start_data, refused_log_p)
+        return None if start is None else (self._done.begin(start.params), start)
 
     def run(self, state: ADVIState, eta: float, key: Array, salt: int, num_steps: int,
             trial: bool = False, narrowable: bool = False) -> Any:

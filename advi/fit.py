@@ -18,36 +18,35 @@ import math
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any, NamedTuple, cast
+from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
 from . import precision, robust, streaming
-from .cache import enable_default_cache
+from .begin import Begun, begin, in_float64, start_name
 from .checks import FELL_BACK_NOTE, end_of_fit_warnings
-from .chunk import host_chunk_len
-from .compiled import CompiledADVI, CompileSpec
+from .compiled import CompiledADVI
 from .convergence import RelativeELBORule
 from .driver import MAX_ITER_PREFIX, Clock, Outcome, StoppingRule, drive, warn
 from .eta_search import STAN_POLICY, adapt_eta
-from .families import get_family
 from .keys import raw_key
 from .options import Options
 from .presets import PRESETS, resolve
 from .progress import Progress
+from .refit import ELBO_SALT
 from .result import (
+    ADVIError,
     ADVIResult,
     Approximation,
     CheckpointInfo,
 )
 from .step import ADVIState
-from .step_size import get_optimizer
-from .target import Target, from_numpyro
+from .target import Target
 from .whitening import checked_fullrank
 
 logger = logging.getLogger("advi")
+
 
 def fit(
     model: Callable | Target,
@@ -126,6 +125,12 @@ def fit(
     ``result.warnings``; minibatched fits are not checked. The robust preset also warns where
     its ELBO settled while q still travels (:data:`advi.stationarity.TRAVEL_SD`).
 
+    Where the Laplace start was refused and the fit from the random start warned, the
+    Laplace start runs again from that fit's mean where log p there is above where the
+    refused search ended (:mod:`advi.refit`); where it is accepted the fit runs again from
+    it, and the fit with the larger ELBO (on common draws) is returned with its own
+    warnings, its ``wall_s`` and ``compile_s`` counting both fits.
+
     The first fit of a process turns on JAX's persistent compilation cache unless the user
     configured it or set ``ADVI_COMPILATION_CACHE=0`` (:mod:`advi.cache`).
     """
@@ -133,100 +138,116 @@ def fit(
     rng_key = raw_key(rng_key)
     name = preset if isinstance(preset, str) else None
     with precision.scope(o.dtype):
-        begun = _begin(model, model_args, model_kwargs, o, rng_key, clock)
+        begun = begin(model, model_args, model_kwargs, o, rng_key, clock)
     info = begun.start_info
     shortfall = precision.float32_shortfall(o.dtype, info.resolution, bool(info.laplace),
                                             info.log_p_spacing)
-    again = functools.partial(_in_float64, model, model_args, model_kwargs, o, rng_key, clock)
+    again = functools.partial(in_float64, model, model_args, model_kwargs, o, rng_key, clock)
     if shortfall is not None:
         begun = again(begun, shortfall)
     doubtful = functools.partial(precision.float32_doubt, o.dtype, begun.promoted,
                                  info.nonfinite)
-    with warnings.catch_warnings(record=True) as caught:  # kept unless the fit is redone
-        warnings.simplefilter("always")
-        result = _finish_in_scope(begun, o, checkpoint, clock, progress_bar, name)
+    # the warnings are kept unless the fit is redone
+    result, caught = _recorded(_finish_in_scope, begun, o, checkpoint, clock, progress_bar, name)
     notes = tuple(n for n in result.warnings if not n.startswith(FELL_BACK_NOTE))
     doubt = doubtful(notes, result.redraws, bool(result.restarts), bool(info.laplace) and all(
         n.startswith(MAX_ITER_PREFIX) for n in notes))
     if doubt is None or not precision.carries_float64(
             begun.compiled.target, result.approximation.sample_zeta(begun.keys[2], 2)):
-        for w in caught:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        return result
+        return _emitted(caught, result)
     begun = again(begun, doubt, spent=result)
     return _finish_in_scope(begun, o, checkpoint, clock, progress_bar, name)
 
 
-def _in_float64(model: Callable | Target, model_args: tuple, model_kwargs: dict | None,
-                o: Options, rng_key: Array, clock: Clock, begun: _Begun, reason: str,
-                spent: ADVIResult | None = None) -> _Begun:
-    """The fit begun again in float64 because ``reason`` (``dtype="auto"``); its seconds
-    add those of ``begun`` and, where a float32 fit ``spent`` was run and discarded, its
-    compilation and wall time (so that the new fit's times continue from it)."""
-    logger.info("%s: the fit runs again in float64 (dtype='auto')", reason)
-    with precision.scope("float64"):
-        again = _begin(model, model_args, model_kwargs, o, rng_key, clock)
-    compile_s = begun.compile_s + again.compile_s
-    start_s = begun.start_s + again.start_s
-    if spent is not None:
-        compile_s, start_s = compile_s + spent.compile_s - begun.compile_s, start_s + (
-            spent.wall_s - begun.start_s)
-    return again._replace(compile_s=compile_s, start_s=start_s, promoted=reason)
-
-
-def _finish_in_scope(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock,
+def _finish_in_scope(begun: Begun, o: Options, checkpoint: Callable | None, clock: Clock,
                      progress_bar: bool | None, preset: str | None) -> ADVIResult:
-    """:func:`_finish` in the precision of the begun fit's parameters, with its bar; a
-    streamed fit's reader is closed at the end (:mod:`advi.streaming`)."""
+    """:func:`_finish` in the precision of the begun fit's parameters, each run with its bar;
+    where the Laplace start was refused and the fit warned, the fit from a second start
+    (:mod:`advi.refit`) if its ELBO is larger; a streamed fit's reader is closed at the end
+    (:mod:`advi.streaming`)."""
+    finish = functools.partial(_finish_with_bar, o=o, checkpoint=checkpoint, clock=clock,
+                               progress_bar=progress_bar, preset=preset)
     try:
-        with precision.scope_of(begun.state0.params), Progress(progress_bar,
-                                                               o.max_iter) as bar:
-            return _finish(begun, o, checkpoint, clock, bar, preset=preset)
+        with precision.scope_of(begun.state0.params):
+            if o.start != "laplace" or bool(begun.start_info.laplace) or (
+                    begun.compiled.target.num_data is not None) or isinstance(
+                    begun.compiled, streaming.StreamedADVI):
+                return finish(begun)
+            first, caught = _recorded(finish, begun)
+            again, first = _started_again(begun, first, clock) if first.warnings else (
+                None, first)
+            if again is None:
+                return _emitted(caught, first)
+            try:
+                second, caught_again = _recorded(finish, again)
+            except ADVIError as err:  # the first fit stands, with its own warnings
+                logger.info("the fit from the second start failed: %s", err)
+                return _emitted(caught, first)
+            return _larger_elbo(begun, (first, caught), (second, caught_again))
     finally:
         if isinstance(begun.compiled, streaming.StreamedADVI):
             begun.compiled.close()
 
 
-class _Begun(NamedTuple):
-    """A fit up to its main loop: the compiled functions, keys (adapt, run, elbo), the
-    initial state, how it was chosen, and seconds of compilation and of the start; where
-    ``dtype="auto"`` refitted in float64, why (:func:`advi.precision.float32_shortfall`;
-    else None)."""
-
-    compiled: CompiledADVI
-    keys: tuple[Array, Array, Array]
-    state0: ADVIState
-    start_info: Any
-    compile_s: float
-    start_s: float
-    promoted: str | None = None
+def _finish_with_bar(begun: Begun, *, o: Options, checkpoint: Callable | None, clock: Clock,
+                     progress_bar: bool | None, preset: str | None) -> ADVIResult:
+    with Progress(progress_bar, o.max_iter) as bar:
+        return _finish(begun, o, checkpoint, clock, bar, preset=preset)
 
 
-def _begin(model: Callable | Target, model_args: tuple, model_kwargs: dict | None,
-           o: Options, rng_key: Array, clock: Clock) -> _Begun:
-    """The target, its compiled functions and the start, in JAX's current default float."""
-    stream = None
-    if streaming.is_streamed(model_args, model_kwargs):
-        target, stream = streaming.streamed_target(model, model_args, model_kwargs, o, rng_key)
-    else:
-        target = _target(model, model_args, model_kwargs, o)
-    _check_size(target, o)
-    opt = get_optimizer(o.optimizer)
-    enable_default_cache()
-    begun = clock()
-    compiled = _compile(target, o, opt, stream)
-    start = clock()
-    logger.info("compiled in %.1f s", start - begun)
-    compiled.use_clock(clock)  # the start's Hessian compiles on first need: compile_s
-    before = compiled.lazy_compile_s
-    keys, state0, start_info = compiled.setup(rng_key, extra_starts=o.laplace_starts - 1)
-    lazy = compiled.lazy_compile_s - before
-    start_s = clock() - start - lazy
-    _report_start(o, start_info, start_s)
-    return _Begun(compiled, keys, state0, start_info, start - begun + lazy, start_s)
+def _started_again(begun: Begun, result: ADVIResult, clock: Clock
+                   ) -> tuple[Begun | None, ADVIResult]:
+    """The fit begun again from :meth:`advi.compiled.CompiledADVI.second_start` at
+    ``result``'s q, its times continuing ``result``'s, or None; and ``result`` with the
+    search's seconds added (its wall time and compilation)."""
+    compiled = begun.compiled
+    compiled.use_clock(clock)
+    start, lazy = clock(), compiled.lazy_compile_s
+    found = compiled.second_start(result.params, begun.start_info.log_p)
+    lazy = compiled.lazy_compile_s - lazy
+    result = dataclasses.replace(result, wall_s=result.wall_s + clock() - start - lazy,
+                                 compile_s=result.compile_s + lazy)
+    if found is None:
+        logger.info("a second start from the fit's mean found no usable mode")
+        return None, result
+    state0, laplace = found
+    info = begun.start_info._replace(laplace=True, again=True,
+                                     steps=begun.start_info.steps + laplace.steps,
+                                     grad_norm=laplace.grad_norm, scaled=True)
+    logger.info("the fit starts again from the mode %d L-BFGS steps from its mean",
+                laplace.steps)
+    return begun._replace(state0=state0, start_info=info, compile_s=result.compile_s,
+                          start_s=result.wall_s), result
 
 
-def _finish(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock,
+def _larger_elbo(begun: Begun, first: tuple[ADVIResult, list], second: tuple[ADVIResult, list]
+                 ) -> ADVIResult:
+    """Of the fits from the refused start and from the second start (each with the warnings
+    it issued), the one whose ELBO on common draws (:data:`advi.refit.ELBO_SALT`) is larger,
+    with the second's (the later) times; its warnings issued."""
+    elbo = [begun.compiled.elbo(fit[0].params, begun.keys[2], ELBO_SALT)[0]
+            for fit in (first, second)]
+    logger.info("ELBO from the random start %.6g, from the second start %.6g", *elbo)
+    result, caught = second if elbo[1] >= elbo[0] else first
+    return _emitted(caught, dataclasses.replace(
+        result, wall_s=second[0].wall_s, compile_s=second[0].compile_s))
+
+
+def _recorded(fn: Callable[..., ADVIResult], *args: Any) -> tuple[ADVIResult, list]:
+    """``fn(*args)`` and the warnings it issued, recorded, not shown."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        return fn(*args), list(caught)
+
+
+def _emitted(caught: list, result: ADVIResult) -> ADVIResult:
+    """``result``, after issuing the recorded warnings ``caught`` again."""
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return result
+
+
+def _finish(begun: Begun, o: Options, checkpoint: Callable | None, clock: Clock,
             progress: Progress, *, preset: str | None) -> ADVIResult:
     """The eta search (where eta is None), the main loop and the end-of-fit checks; the
     result records ``preset``, the preset's name (None: an :class:`advi.Options`)."""
@@ -244,7 +265,7 @@ def _finish(begun: _Begun, o: Options, checkpoint: Callable | None, clock: Clock
                   burn_in=not start_info.scaled, checkpoint=checkpoint, clock=clock,
                   wall_s=adapt_s, progress=progress, result_fields=dict(
                       compile_s=begun.compile_s, adapt_s=adapt_s, eta_adapted=eta_adapted,
-                      start=_start_name(o, start_info, begun.promoted), preset=preset))
+                      start=start_name(o, start_info, begun.promoted), preset=preset))
     result = dataclasses.replace(
         result, compile_s=result.compile_s + compiled.lazy_compile_s - compiled_s)
     if o.family == "fullrank":
@@ -265,81 +286,6 @@ def _checked(result: ADVIResult, compiled: CompiledADVI, start_mu: Array | None,
     for note in notes:
         warn(note)
     return dataclasses.replace(result, warnings=(*result.warnings, *notes))
-
-
-def _compile(target: Target, o: Options, opt: Any, stream: streaming.Stream | None = None
-             ) -> CompiledADVI:
-    """The fit's compiled functions (start, iterations, ELBO) for options ``o``, compiled
-    now (``jax.jit(...).lower(...).compile()``) unless the in-process cache has them; with
-    a ``stream``, reading a new pool of rows for each call (:mod:`advi.streaming`)."""
-    logger.info("compiling the start, iteration and ELBO functions ...")
-    spec = CompileSpec(
-        family=get_family(o.family), optimizer=o.optimizer,
-        grad_samples=cast(int, o.grad_samples),  # resolve() turns None into the family's M
-        elbo_samples=o.elbo_samples, init=o.init, laplace=o.start == "laplace",
-        precondition=o.precondition, moments=o.stop == "rhat",
-        chunk_len=host_chunk_len(o.eval_elbo, cast(int, o.grad_samples), target.dim)
-        if o.stop == "rhat" else 0,
-    )
-    if stream is None:
-        return CompiledADVI(target, spec, opt)
-    return streaming.StreamedADVI(target, spec, opt, stream)
-
-
-def _report_start(o: Options, start_info: Any, seconds: float) -> None:
-    """Logs how the fit started and warns with what the extra Laplace starts found when
-    they found a rival mode (:mod:`advi.multistart`)."""
-    if o.start == "laplace":
-        logger.info("start: %s after %d L-BFGS steps (%.2f s)",
-                    "Laplace" if bool(start_info.laplace) else "random (no usable mode)",
-                    int(start_info.steps), seconds)
-    if start_info.note is not None:
-        logger.info("start: %s", start_info.note)
-        if start_info.warn:
-            warnings.warn(start_info.note, RuntimeWarning, stacklevel=3)
-
-
-def _target(model: Callable | Target, model_args: tuple, model_kwargs: dict | None,
-            o: Options) -> Target:
-    if isinstance(model, Target):
-        if o.minibatch_size is not None:
-            raise ValueError(
-                "minibatch_size applies to NumPyro models only; a Target's log density "
-                "does its own subsampling"
-            )
-        return model
-    return from_numpyro(model, model_args, model_kwargs, minibatch_size=o.minibatch_size,
-                        minibatch_plate=o.minibatch_plate)
-
-
-def _check_size(target: Target, o: Options) -> None:
-    """Refuse, before any allocation, a latent space of size 0 and a full-rank q too large."""
-    dim = target.dim
-    if dim == 0:
-        raise ValueError("the model's latent sites have 0 unconstrained dimensions (every "
-                         "latent site is empty): there is nothing to infer")
-    if o.family == "fullrank" and dim > o.fullrank_max_dim:
-        gib = dim * dim * np.dtype(jnp.result_type(float)).itemsize / 2**30
-        raise ValueError(
-            f"family='fullrank' with K={dim} latent dimensions needs a {dim}x{dim} Cholesky "
-            f"factor: {gib:.2f} GiB for L alone, and as much again for its gradient and each "
-            f"optimiser moment; above fullrank_max_dim={o.fullrank_max_dim} use "
-            "family='meanfield' (or raise fullrank_max_dim)"
-        )
-
-
-def _start_name(o: Options, info: Any, promoted: str | None = None) -> str:
-    """``ADVIResult.start``: how q started, and why the fit ran in float64 where it was
-    promoted."""
-    if o.start != "laplace":
-        return f"init={o.init}"
-    if bool(info.laplace):
-        name = f"laplace ({int(info.steps)} L-BFGS steps)"
-    else:
-        name = f"init={o.init} (no usable mode after {int(info.steps)} L-BFGS steps)"
-    if promoted is None:
-        return name
-    return f"{name}; float64 ({promoted})"
 
 
 def _khat_weights(compiled: CompiledADVI, params: Any, elbo_key: Array, khat_samples: int

@@ -78,6 +78,29 @@ class MultiStart(NamedTuple):
     warn: bool = False
 
 
+class StartInfo(NamedTuple):
+    """How the initial state was chosen: ``laplace`` (the Laplace start was used), ``steps``
+    (L-BFGS iterations of every start), ``grad_norm`` (||grad log p|| there), the extra
+    starts' ``note`` and ``warn`` (:class:`advi.multistart.MultiStart`), ``scaled`` (q's
+    scales from the Hessian; False above :data:`advi.laplace.HESSIAN_MAX_DIM`), and for
+    ``dtype="auto"`` (:mod:`advi.precision`): ``resolution`` (:func:`advi.precision.
+    start_resolution`), ``log_p_spacing`` (nats), and the :class:`advi.laplace.LaplaceStart`'s
+    ``nonfinite``; ``log_p`` (nats) where the start's search ended; ``again``: the start
+    is a second one, from a fit's mean (:mod:`advi.refit`)."""
+
+    laplace: bool
+    steps: int
+    grad_norm: float
+    note: str | None = None
+    warn: bool = False
+    scaled: bool = False
+    resolution: float = 0.0
+    log_p_spacing: float = 0.0
+    nonfinite: bool = False
+    log_p: float = math.nan
+    again: bool = False
+
+
 def _mode(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any) -> Mode | None:
     """The :class:`Mode` at ``zeta``, or None where -H is not positive definite."""
     point = np.asarray(zeta, dtype)

@@ -490,26 +490,44 @@ def test_stages_follow_until_the_newton_step_holds(seed, monkeypatch):
     assert not advi.laplace_start(fns, advi.MEANFIELD, zeta0, data).ok
 
 
-def test_a_random_start_crawling_along_the_ridge_warns(monkeypatch):
-    """Without the extra stages the earnings regression's start is refused, and robust ADVI
-    from a random start crawls along the intercept-slope ridge: each fit warns, by
-    max_iter or, where the ELBO's relative test passed while q still travelled, by the
-    travel check (advi.stationarity.TRAVEL_SD)."""
-    monkeypatch.setattr(advi.laplace, "LAPLACE_EXTRA_STAGES", 0)
-    model, height, earn = _earnings(1)
-    reasons = []
-    for seed in range(3):
+def _ridge_fits(seeds, height, earn, model, beta, sd):
+    """Robust float32 fits of the earnings regression: (start, RMS z of the slope and
+    intercept means, the fit's RuntimeWarnings) per seed."""
+    fits = []
+    for seed in seeds:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = advi.fit(model, height, earn, rng_key=jax.random.PRNGKey(seed),
                               preset="robust", dtype="float32", khat_samples=0)
-        assert result.start.startswith("init=random")
-        messages = [str(w.message) for w in caught if w.category is RuntimeWarning]
-        expected = (advi.robust.TRAVEL_NOTE if result.convergence_reason == "elbo settled"
-                    else "max_iter=")
-        assert any(m.startswith(expected) for m in messages), messages
-        reasons.append(result.convergence_reason)
-    assert "elbo settled" in reasons
+        draws = np.asarray(result.sample(jax.random.PRNGKey(5), 2000)["beta"], np.float64)
+        z = (draws.mean(0) - beta) / sd
+        fits.append((result.start, float(np.sqrt(np.mean(z**2))),
+                     [str(w.message) for w in caught if w.category is RuntimeWarning]))
+    return fits
+
+
+def test_a_random_start_crawling_along_the_ridge_starts_again_from_its_mean(monkeypatch):
+    """Without the extra stages the earnings regression's start is refused, and robust ADVI
+    from a random start crawls along the intercept-slope ridge, 2.6-3.2 posterior sds short
+    of the least-squares line, warned (max_iter, or the travel check where the ELBO settled
+    while q still travelled). From where that fit ended the Laplace start reaches the mode
+    (advi.refit): a fit started again there ends within 0.1 sd, unwarned, at 5 of seeds
+    0-5 here; without the second start, none does and every fit warns."""
+    monkeypatch.setattr(advi.laplace, "LAPLACE_EXTRA_STAGES", 0)
+    model, height, earn = _earnings(1)
+    x = np.stack([np.ones_like(height), height], 1).astype(np.float64)
+    beta = np.linalg.lstsq(x, earn.astype(np.float64), rcond=None)[0]
+    resid = earn - x @ beta
+    sd = np.sqrt(resid @ resid / earn.size * np.diag(np.linalg.inv(x.T @ x)))
+    fits = _ridge_fits(range(6), height, earn, model, beta, sd)
+    again = [f for f in fits if f[0].startswith("laplace, again")]
+    assert len(again) >= 4, fits
+    assert all(rms < 0.1 and not messages for _, rms, messages in again), again
+    assert all(messages for start, rms, messages in fits if rms > 0.5), fits
+    monkeypatch.setattr(advi.refit, "SEARCH_STEPS", 0)
+    fits = _ridge_fits(range(3), height, earn, model, beta, sd)
+    assert all(start.startswith("init=random") and rms > 1 and messages
+               for start, rms, messages in fits), fits
 
 
 def _measurements(y, sd_prior):

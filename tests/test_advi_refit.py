@@ -1,0 +1,113 @@
+"""advi.refit: the second Laplace start from a fitted q's mean, and advi.fit's choice between
+the fit from the refused start and the fit from the second start."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import advi
+
+MODE = np.array([3.0, -1.0])
+COV = np.array([[1.0, 0.999], [0.999, 1.0]])  # a narrow ridge
+
+
+def _ridge_fns():
+    precision = np.linalg.inv(COV)
+
+    def log_density(zeta, data):
+        d = zeta - data
+        return -0.5 * d @ jnp.asarray(precision, zeta.dtype) @ d
+
+    return advi.log_density_functions(log_density, 2), jnp.asarray(MODE)
+
+
+def _down_the_ridge():
+    """Mean-field parameters 5 marginal sds (about 220 conditional sds) down the ridge, with
+    the conditional sds (the mean-field optimum's), as a fit crawling along it ends."""
+    conditional_sd = np.sqrt(1 - 0.999**2)
+    mu = MODE + 5.0 * np.array([1.0, 1.0])
+    return advi.MeanFieldParams(mu, np.full(2, np.log(conditional_sd)))
+
+
+def test_the_second_start_reaches_the_mode_from_down_the_ridge():
+    fns, data = _ridge_fns()
+    start = advi.refit.second_start(fns, advi.MEANFIELD, _down_the_ridge(), data, -np.inf)
+    assert start is not None and start.ok
+    np.testing.assert_allclose(start.params.mu, MODE, atol=1e-6)
+    np.testing.assert_allclose(np.exp(start.params.omega), np.sqrt(1 - 0.999**2), rtol=1e-6)
+
+
+def test_no_second_start_where_the_refused_search_climbed_higher(monkeypatch):
+    fns, data = _ridge_fns()
+    params = _down_the_ridge()
+    here = float(fns.value_and_grad(params.mu, data)[0])
+    assert advi.refit.second_start(fns, advi.MEANFIELD, params, data, here + 1.0) is None
+    # NaN: the refused search found no finite point, so the second start is tried
+    assert advi.refit.second_start(fns, advi.MEANFIELD, params, data, np.nan) is not None
+    monkeypatch.setattr(advi.refit, "SEARCH_STEPS", 0)
+    assert advi.refit.second_start(fns, advi.MEANFIELD, params, data, -np.inf) is None
+
+
+def _earnings(n=500):
+    """An earnings regression on uncentred heights, flat priors (as posteriordb's
+    earn_height): the Laplace start without its extra stages is refused."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    rng = np.random.default_rng(1)
+    height = rng.normal(66.0, 4.0, n)
+    earn = -60_000.0 + 1_200.0 * height + rng.normal(0.0, 19_000.0, n)
+
+    def model(height, earn):
+        beta = numpyro.sample("beta", dist.ImproperUniform(dist.constraints.real_vector, (),
+                                                           (2,)))
+        sigma = numpyro.sample("sigma", dist.ImproperUniform(dist.constraints.positive, (),
+                                                             ()))
+        numpyro.sample("earn", dist.Normal(beta[0] + beta[1] * height, sigma), obs=earn)
+
+    return model, height.astype(np.float32), earn.astype(np.float32)
+
+
+@pytest.mark.parametrize("second_better", [True, False])
+def test_the_fit_with_the_larger_elbo_is_returned_with_its_own_warnings(second_better,
+                                                                        monkeypatch):
+    monkeypatch.setattr(advi.laplace, "LAPLACE_EXTRA_STAGES", 0)
+    estimates = []
+    real_elbo = advi.compiled.CompiledADVI.elbo
+
+    def elbo(self, params, key, salt, trial=False):
+        value, log_weights = real_elbo(self, params, key, salt, trial)
+        if salt == advi.refit.ELBO_SALT:  # the choice: the first call is the first fit's
+            value = float(len(estimates) == int(second_better))
+            estimates.append(value)
+        return value, log_weights
+
+    monkeypatch.setattr(advi.compiled.CompiledADVI, "elbo", elbo)
+    model, height, earn = _earnings()
+
+    def fit():
+        times = iter(np.arange(0.0, 1e6, 0.5))  # a fake clock: every reading 0.5 s on
+        return advi.fit(model, height, earn, rng_key=jax.random.PRNGKey(0), preset="robust",
+                        dtype="float32", khat_samples=0, clock=lambda: float(next(times)))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fit()
+    assert len(estimates) == 2
+    messages = [str(w.message) for w in caught if w.category is RuntimeWarning]
+    if second_better:
+        assert result.start.startswith("laplace, again from the mean"), result.start
+        assert messages == [] and result.warnings == ()
+    else:
+        assert result.start.startswith("init=random (no usable mode"), result.start
+        assert messages and messages == list(result.warnings)
+    # the returned fit's seconds go on past the first fit's, whichever is returned
+    monkeypatch.setattr(advi.refit, "SEARCH_STEPS", 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = fit()
+    assert first.start.startswith("init=random") and len(estimates) == 2
+    assert result.wall_s > first.wall_s + 1.0
