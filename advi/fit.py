@@ -169,9 +169,7 @@ def _finish_in_scope(begun: Begun, o: Options, checkpoint: Callable | None, cloc
                                progress_bar=progress_bar, preset=preset)
     try:
         with precision.scope_of(begun.state0.params):
-            if o.start != "laplace" or bool(begun.start_info.laplace) or (
-                    begun.compiled.target.num_data is not None) or isinstance(
-                    begun.compiled, streaming.StreamedADVI):
+            if not _fell_back_on_all_data(begun, o):
                 return finish(begun)
             first, caught = _recorded(finish, begun)
             again, first = _started_again(begun, first, clock) if first.warnings else (
@@ -187,6 +185,14 @@ def _finish_in_scope(begun: Begun, o: Options, checkpoint: Callable | None, cloc
     finally:
         if isinstance(begun.compiled, streaming.StreamedADVI):
             begun.compiled.close()
+
+
+def _fell_back_on_all_data(begun: Begun, o: Options) -> bool:
+    """Whether the Laplace start was refused on a fit of all the data (not minibatched or
+    streamed): where a second start may follow (:mod:`advi.refit`)."""
+    return (o.start == "laplace" and not bool(begun.start_info.laplace)
+            and begun.compiled.target.num_data is None
+            and not isinstance(begun.compiled, streaming.StreamedADVI))
 
 
 def _finish_with_bar(begun: Begun, *, o: Options, checkpoint: Callable | None, clock: Clock,

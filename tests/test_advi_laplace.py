@@ -11,6 +11,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
+from posteriors import earnings
 
 import advi
 import advi.curvature
@@ -450,23 +451,6 @@ def test_hutchinsons_diagonal_by_differences_estimates_the_diagonal_of_minus_h()
     np.testing.assert_allclose(diagonal, np.arange(1, 41), rtol=1e-4)
 
 
-def _earnings(seed: int = 0, n: int = 500):
-    """A regression as posteriordb's earn_height: earnings near 2e4 on an uncentred
-    predictor (heights near 66), flat priors on (intercept, slope) and the noise sd."""
-    rng = np.random.default_rng(seed)
-    height = rng.normal(66.0, 4.0, n)
-    earn = -60_000.0 + 1_200.0 * height + rng.normal(0.0, 19_000.0, n)
-
-    def model(height, earn):
-        beta = numpyro.sample("beta", dist.ImproperUniform(dist.constraints.real_vector, (),
-                                                           (2,)))
-        sigma = numpyro.sample("sigma", dist.ImproperUniform(dist.constraints.positive, (),
-                                                             ()))
-        numpyro.sample("earn", dist.Normal(beta[0] + beta[1] * height, sigma), obs=earn)
-
-    return model, height.astype(np.float32), earn.astype(np.float32)
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_stages_follow_until_the_newton_step_holds(seed, monkeypatch):
     """Data near 2e4 with flat priors: from zeta = 0 (sigma = 1) |log p| is near 1e11, and the
@@ -474,7 +458,7 @@ def test_stages_follow_until_the_newton_step_holds(seed, monkeypatch):
     second by orders of magnitude wrong; the start is accepted (at the exact mode: the
     least-squares line) only because more whitened stages follow while the Newton step
     there is too long (LAPLACE_EXTRA_STAGES). Without them it is refused."""
-    model, height, earn = _earnings(seed)
+    model, height, earn = earnings(seed)
     x = np.stack([np.ones_like(height), height], 1).astype(np.float64)
     beta = np.linalg.lstsq(x, earn.astype(np.float64), rcond=None)[0]
     resid = earn - x @ beta
@@ -514,7 +498,7 @@ def test_a_random_start_crawling_along_the_ridge_starts_again_from_its_mean(monk
     (advi.refit): a fit started again there ends within 0.1 sd, unwarned, at 5 of seeds
     0-5 here; without the second start, none does and every fit warns."""
     monkeypatch.setattr(advi.laplace, "LAPLACE_EXTRA_STAGES", 0)
-    model, height, earn = _earnings(1)
+    model, height, earn = earnings(1)
     x = np.stack([np.ones_like(height), height], 1).astype(np.float64)
     beta = np.linalg.lstsq(x, earn.astype(np.float64), rcond=None)[0]
     resid = earn - x @ beta

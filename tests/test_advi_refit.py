@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from posteriors import earnings
 
 import advi
 
@@ -51,26 +52,6 @@ def test_no_second_start_where_the_refused_search_climbed_higher(monkeypatch):
     assert advi.refit.second_start(fns, advi.MEANFIELD, params, data, -np.inf) is None
 
 
-def _earnings(n=500):
-    """An earnings regression on uncentred heights, flat priors (as posteriordb's
-    earn_height): the Laplace start without its extra stages is refused."""
-    import numpyro
-    import numpyro.distributions as dist
-
-    rng = np.random.default_rng(1)
-    height = rng.normal(66.0, 4.0, n)
-    earn = -60_000.0 + 1_200.0 * height + rng.normal(0.0, 19_000.0, n)
-
-    def model(height, earn):
-        beta = numpyro.sample("beta", dist.ImproperUniform(dist.constraints.real_vector, (),
-                                                           (2,)))
-        sigma = numpyro.sample("sigma", dist.ImproperUniform(dist.constraints.positive, (),
-                                                             ()))
-        numpyro.sample("earn", dist.Normal(beta[0] + beta[1] * height, sigma), obs=earn)
-
-    return model, height.astype(np.float32), earn.astype(np.float32)
-
-
 @pytest.mark.parametrize("second_better", [True, False])
 def test_the_fit_with_the_larger_elbo_is_returned_with_its_own_warnings(second_better,
                                                                         monkeypatch):
@@ -86,7 +67,7 @@ def test_the_fit_with_the_larger_elbo_is_returned_with_its_own_warnings(second_b
         return value, log_weights
 
     monkeypatch.setattr(advi.compiled.CompiledADVI, "elbo", elbo)
-    model, height, earn = _earnings()
+    model, height, earn = earnings(1)
 
     def fit():
         times = iter(np.arange(0.0, 1e6, 0.5))  # a fake clock: every reading 0.5 s on
