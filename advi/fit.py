@@ -129,7 +129,8 @@ def fit(
     Laplace start runs again from that fit's mean where log p there is above where the
     refused search ended (:mod:`advi.refit`); where it is accepted the fit runs again from
     it, and the fit with the larger ELBO (on common draws) is returned with its own
-    warnings, its ``wall_s`` and ``compile_s`` counting both fits.
+    warnings, its ``wall_s`` and ``compile_s`` counting both fits; the checkpoint hook
+    sees both fits, and its last call is the returned q.
 
     The first fit of a process turns on JAX's persistent compilation cache unless the user
     configured it or set ``ADVI_COMPILATION_CACHE=0`` (:mod:`advi.cache`).
@@ -181,7 +182,7 @@ def _finish_in_scope(begun: Begun, o: Options, checkpoint: Callable | None, cloc
             except ADVIError as err:  # the first fit stands, with its own warnings
                 logger.info("the fit from the second start failed: %s", err)
                 return _emitted(caught, first)
-            return _larger_elbo(begun, (first, caught), (second, caught_again))
+            return _larger_elbo(begun, (first, caught), (second, caught_again), checkpoint)
     finally:
         if isinstance(begun.compiled, streaming.StreamedADVI):
             begun.compiled.close()
@@ -226,17 +227,23 @@ def _started_again(begun: Begun, result: ADVIResult, clock: Clock
                           start_s=result.wall_s), result
 
 
-def _larger_elbo(begun: Begun, first: tuple[ADVIResult, list], second: tuple[ADVIResult, list]
-                 ) -> ADVIResult:
+def _larger_elbo(begun: Begun, first: tuple[ADVIResult, list], second: tuple[ADVIResult, list],
+                 checkpoint: Callable | None) -> ADVIResult:
     """Of the fits from the refused start and from the second start (each with the warnings
     it issued), the one whose ELBO on common draws (:data:`advi.refit.ELBO_SALT`) is larger,
-    with the second's (the later) times; its warnings issued."""
+    with the second's (the later) times; its warnings issued. Where that is the first, the
+    checkpoint hook is called once more with it, so that its last call is the returned q."""
     elbo = [begun.compiled.elbo(fit[0].params, begun.keys[2], ELBO_SALT)[0]
             for fit in (first, second)]
     logger.info("ELBO from the random start %.6g, from the second start %.6g", *elbo)
-    result, caught = second if elbo[1] >= elbo[0] else first
-    return _emitted(caught, dataclasses.replace(
-        result, wall_s=second[0].wall_s, compile_s=second[0].compile_s))
+    kept_first = elbo[1] < elbo[0]
+    result, caught = first if kept_first else second
+    result = dataclasses.replace(result, wall_s=second[0].wall_s,
+                                 compile_s=second[0].compile_s)
+    if kept_first and checkpoint is not None:
+        checkpoint(CheckpointInfo(result.num_iterations, result.wall_s, elbo[0],
+                                  result.approximation))
+    return _emitted(caught, result)
 
 
 def _recorded(fn: Callable[..., ADVIResult], *args: Any) -> tuple[ADVIResult, list]:

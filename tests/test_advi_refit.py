@@ -69,15 +69,24 @@ def test_the_fit_with_the_larger_elbo_is_returned_with_its_own_warnings(second_b
     monkeypatch.setattr(advi.compiled.CompiledADVI, "elbo", elbo)
     model, height, earn = earnings(1)
 
+    seen = []
+
     def fit():
         times = iter(np.arange(0.0, 1e6, 0.5))  # a fake clock: every reading 0.5 s on
         return advi.fit(model, height, earn, rng_key=jax.random.PRNGKey(0), preset="robust",
-                        dtype="float32", khat_samples=0, clock=lambda: float(next(times)))
+                        dtype="float32", khat_samples=0, clock=lambda: float(next(times)),
+                        checkpoint=seen.append)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = fit()
     assert len(estimates) == 2
+    # the hook's last call is the returned q, at the returned time, and only one call is
+    # made after the second fit's own last one
+    np.testing.assert_array_equal(seen[-1].approximation.params.mu, result.params.mu)
+    assert seen[-1].wall_s == result.wall_s
+    assert seen[-2].wall_s < seen[-1].wall_s if second_better else (
+        seen[-2].wall_s == seen[-1].wall_s and seen[-2].approximation is not result.approximation)
     messages = [str(w.message) for w in caught if w.category is RuntimeWarning]
     if second_better:
         assert result.start.startswith("laplace, again from the mean"), result.start
