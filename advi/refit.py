@@ -12,9 +12,9 @@ L-BFGS steps from where it ended. Here:
 
 1. only where log p at the fit's mean is above log p where the refused search ended: the
    search stopped short of where the fit went. Down a centred hierarchy's funnel the search
-   climbs above every point a Gaussian q settles on (E2, election88: by 26-87 nats at seeds
-   0-3), and a second start would be refused again after 40-90 steps and two or three
-   Hessians, half again the time of the whole fit;
+   climbs above every point a Gaussian q settles on, and a second start there would be
+   refused again after tens of steps and two or three Hessians, at a cost comparable to
+   the whole fit's (measurements: docs/library/generalisation.md);
 2. the Laplace start (:func:`advi.laplace.laplace_start`) runs from the fit's mean with at
    most :data:`SEARCH_STEPS` L-BFGS steps, and must be accepted by its own tests;
 3. the fit runs again from it (:func:`advi.fit`), and of the two fits the one with the

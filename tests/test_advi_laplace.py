@@ -476,7 +476,7 @@ def test_stages_follow_until_the_newton_step_holds(seed, monkeypatch):
 
 def _ridge_fits(seeds, height, earn, model, beta, sd):
     """Robust float32 fits of the earnings regression: (start, RMS z of the slope and
-    intercept means, the fit's RuntimeWarnings) per seed."""
+    intercept means, the fit's RuntimeWarnings, how it stopped) per seed."""
     fits = []
     for seed in seeds:
         with warnings.catch_warnings(record=True) as caught:
@@ -486,7 +486,8 @@ def _ridge_fits(seeds, height, earn, model, beta, sd):
         draws = np.asarray(result.sample(jax.random.PRNGKey(5), 2000)["beta"], np.float64)
         z = (draws.mean(0) - beta) / sd
         fits.append((result.start, float(np.sqrt(np.mean(z**2))),
-                     [str(w.message) for w in caught if w.category is RuntimeWarning]))
+                     [str(w.message) for w in caught if w.category is RuntimeWarning],
+                     result.convergence_reason))
     return fits
 
 
@@ -506,12 +507,15 @@ def test_a_random_start_crawling_along_the_ridge_starts_again_from_its_mean(monk
     fits = _ridge_fits(range(6), height, earn, model, beta, sd)
     again = [f for f in fits if f[0].startswith("laplace, again")]
     assert len(again) >= 4, fits
-    assert all(rms < 0.1 and not messages for _, rms, messages in again), again
-    assert all(messages for start, rms, messages in fits if rms > 0.5), fits
+    assert all(rms < 0.1 and not messages for _, rms, messages, _ in again), again
+    assert all(messages for _, rms, messages, _ in fits if rms > 0.5), fits
     monkeypatch.setattr(advi.refit, "SEARCH_STEPS", 0)
     fits = _ridge_fits(range(3), height, earn, model, beta, sd)
-    assert all(start.startswith("init=random") and rms > 1 and messages
-               for start, rms, messages in fits), fits
+    for start, rms, messages, stopped in fits:
+        assert start.startswith("init=random") and rms > 1, fits
+        expected = advi.robust.TRAVEL_NOTE if stopped == "elbo settled" else "max_iter="
+        assert any(m.startswith(expected) for m in messages), messages
+    assert "elbo settled" in [stopped for *_, stopped in fits]
 
 
 def _measurements(y, sd_prior):
