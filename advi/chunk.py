@@ -76,8 +76,8 @@ class ChunkMoments(NamedTuple):
     """
 
     params: Any
-    stat: Array
-    stat_sq: Array
+    stat: Array | np.ndarray
+    stat_sq: Array | np.ndarray
     elbo: Array | np.ndarray
     draws: Array | None = None
 

@@ -166,6 +166,18 @@ POLICY = RestartPolicy(
 first q narrowed (:data:`START_NARROWING`)."""
 
 
+def scaled_moments(moments: ChunkMoments, factor: float) -> ChunkMoments:
+    """``moments`` with its sums (the iterates', the monitored quantities' and their
+    squares') multiplied by ``factor``, on the host, each in its own dtype."""
+
+    def scaled(x: Any) -> np.ndarray:
+        x = np.asarray(x)
+        return (x.astype(np.float64) * factor).astype(x.dtype)
+
+    return moments._replace(params=jax.tree.map(scaled, moments.params),
+                            stat=scaled(moments.stat), stat_sq=scaled(moments.stat_sq))
+
+
 class StationarityRule:
     """The robust preset's stopping rule for :func:`advi.driver.drive` (module docstring):
     each chunk's moments join the trace; the run has converged when split R-hat over the
@@ -197,8 +209,13 @@ class StationarityRule:
                               "result is the average of the last iterates")
 
     def observe(self, state: ADVIState, moments: ChunkMoments) -> Verdict:
-        """Add the chunk to the trace and test the window."""
-        self.trace.add(moments)
+        """Add the chunk to the trace and test the window. Chunks end on multiples of
+        ``chunk_len`` (:func:`advi.driver.drive`), or short of one at ``max_iter``: a short
+        chunk's sums are scaled to ``chunk_len`` iterations at their own mean, so that the
+        average and the statistics weigh its iterates as those of a whole chunk."""
+        steps = (int(state.iteration) - 1) % self.chunk_len + 1
+        self.trace.add(moments if steps == self.chunk_len else
+                       scaled_moments(moments, self.chunk_len / steps))
         converged, rhat = self.trace.rhat(self.chunk_len)
         reason = "rhat" if converged else None
         note = None

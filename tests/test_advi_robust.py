@@ -5,6 +5,7 @@ import contextlib
 import logging
 import math
 import re
+import types
 import warnings
 
 import jax
@@ -367,6 +368,11 @@ def test_above_the_hessian_limit_the_fit_starts_at_the_common_scale_and_stops_by
     assert np.median(mean_error) < 0.05
 
 
+def _ended_at(iteration):
+    """The one field of a chunk's end state that the stopping rule reads."""
+    return types.SimpleNamespace(iteration=iteration)
+
+
 def test_a_run_that_ends_mid_drift_returns_the_average_of_its_last_chunks():
     """The stopping rule's estimate after a run whose means still drift 0.05 q-sds per
     chunk of 50 iterations (the window: the second half of 32 chunks): the average of the
@@ -383,9 +389,9 @@ def test_a_run_that_ends_mid_drift_returns_the_average_of_its_last_chunks():
         line = drift * sd * np.arange(num)[:, None]
         mu = 2.0 + line + 0.1 * sd * rng.normal(size=(num, dim))
         omega = np.log(sd) + 0.02 * rng.normal(size=(num, dim))
-        for m, o in zip(mu, omega, strict=True):
+        for j, (m, o) in enumerate(zip(mu, omega, strict=True)):
             stat = np.concatenate([m, o]) * chunk_len
-            rule.observe(None, ChunkMoments(
+            rule.observe(_ended_at((j + 1) * chunk_len), ChunkMoments(
                 advi.MeanFieldParams(jnp.asarray(m * chunk_len), jnp.asarray(o * chunk_len)),
                 stat, stat**2 / chunk_len, -1.0))
         window = num // 2
@@ -400,6 +406,25 @@ def test_a_run_that_ends_mid_drift_returns_the_average_of_its_last_chunks():
             assert np.abs(estimate - end).mean() / sd < lag_window / 2
         else:
             assert chosen == window
+
+
+@pytest.mark.parametrize("max_iter", [60, 130])
+def test_a_fit_ending_inside_a_chunk_averages_its_last_iterates(max_iter):
+    """max_iter not a multiple of eval_elbo: the last chunk is short, and the average weighs
+    its iterates by their number (it divided their sum by eval_elbo: a mean of 3 read 0.6
+    at max_iter = 60)."""
+    mean, sd = np.array([3.0, -2.0, 50.0]), np.array([1.0, 0.5, 4.0])
+    target = advi.target.from_log_density(
+        lambda z: -0.5 * jnp.sum(((z - mean) / sd) ** 2), 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # max_iter's own warning
+        result = advi.fit(target, rng_key=jax.random.PRNGKey(0), preset="robust",
+                          max_iter=max_iter)
+    assert result.num_iterations == max_iter
+    # an average of 10 or 30 of Adam's iterates at eta = 0.1: noisy, but not a fifth
+    assert np.all(np.abs(np.asarray(result.params.mu) - mean) < 0.5 * sd), result.params.mu
+    ratio = np.exp(np.asarray(result.params.omega)) / sd
+    assert np.all((ratio > 0.6) & (ratio < 1.5)), ratio
 
 
 @pytest.mark.parametrize("burn_in", [True, False])
@@ -418,7 +443,7 @@ def test_the_rules_rhat_from_running_sums_is_split_rhat_over_the_window(burn_in)
         square = (stat**2 / 50 + rng.uniform(1, 5, size=6)).astype(np.float32)
         stats.append(stat)
         squares.append(square)
-        verdict = rule.observe(None, ChunkMoments(
+        verdict = rule.observe(_ended_at(50 * (j + 1)), ChunkMoments(
             advi.MeanFieldParams(jnp.asarray(stat[:3]), jnp.asarray(stat[3:])), stat, square,
             -1.0))
         size = window_chunks(j + 1, burn_in)
