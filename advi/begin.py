@@ -155,6 +155,9 @@ def start_name(o: Options, info: Any, promoted: str | None = None) -> str:
                 f"({int(info.steps)} L-BFGS steps)")
     elif bool(info.laplace):
         name = f"laplace ({int(info.steps)} L-BFGS steps)"
+    elif info.again:
+        name = (f"init={o.init}, again after the fit from the Laplace start "
+                f"({int(info.steps)} L-BFGS steps) stopped before the optimum")
     else:
         name = f"init={o.init} (no usable mode after {int(info.steps)} L-BFGS steps)"
     if promoted is None:

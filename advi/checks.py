@@ -106,6 +106,17 @@ as the result's own k-hat (``khat_samples``): from the gradient check's 200 alon
 the Lorenz bridge with unknown scales 36 sd off read 1.10 at one set of draws and 1.79 at
 another, where 1,000 read 1.84 (benchmarks/README.md)."""
 
+GRADIENT_NOTE = "the ELBO's gradient at the fitted mean is far from zero"
+"""How the gradient check's warning begins (:func:`end_of_fit_warnings`): q stopped before
+the optimum of its family."""
+
+STUCK_NOTE = f"{GRADIENT_NOTE} in most coordinates"
+"""How it begins where more than half of the coordinates are flagged: q as a whole, not a
+few of its coordinates, is far from the optimum. Where the stopping rule ended a fit from an
+accepted Laplace start so, :func:`advi.fit` runs it again from the initial q; a fit whose
+check flags a few coordinates (as the paper's factorisations' fits do) is not run again
+(measurements: docs/library/generalisation.md)."""
+
 FELL_BACK_NOTE = "the Laplace start found no usable mode"
 """How the warning that q cannot express the posterior begins (:func:`fell_back_note`):
 the one end-of-fit warning that float64 would not mend (``advi.precision.float32_doubt``
@@ -288,8 +299,9 @@ def _gradient_note(location: tuple[np.ndarray, ...], spread: tuple[np.ndarray, .
     if not flags.any():
         return _scale_note(params, *spread)
     worst = int(np.argmax(np.where(flags, np.abs(mean * factor), -np.inf)))
-    return (f"the ELBO's gradient at the fitted mean is far from zero in {int(flags.sum())} "
-            f"of {mean.size} coordinates: at coordinate {worst}, sd * dELBO/dmu = "
+    count = (f"{STUCK_NOTE} ({int(flags.sum())} of {mean.size})" if 2 * flags.sum() > mean.size
+             else f"{GRADIENT_NOTE} in {int(flags.sum())} of {mean.size} coordinates")
+    return (f"{count}: at coordinate {worst}, sd * dELBO/dmu = "
             f"{mean[worst]:.3g} (about {mean[worst] * factor[worst]:.3g} of the optimum's "
             "standard deviations from it), "
             f"{abs(mean[worst]) / se[worst] if se[worst] > 0 else math.inf:.3g} times its "

@@ -221,7 +221,7 @@ class CompiledADVI:
         self.elbo_samples = options.elbo_samples
         self.level = NO_REDRAWS
         self._eps: tuple[bytes, np.ndarray] | None = None  # (key bits, trace eps)
-        self._start_data: Any = None  # the Laplace start's data argument (setup's)
+        self._drawn: Any = None  # setup's initial params and the Laplace start's data
         self.dtype = jnp.result_type(float)
         key = None if target.cache_key is None else (target.cache_key, options, self.dtype)
         done = None if key is None else _CACHE.get(key)
@@ -251,7 +251,7 @@ class CompiledADVI:
         """
         done = self._done
         keys, params, batch_key, seed = done.init(rng_key)
-        self._start_data = (batch_key, self.target.data)
+        self._drawn = (params, (batch_key, self.target.data))
         info = StartInfo(False, 0, math.nan)
         if done.laplace is not None:
             start, note, warn = multistart_laplace(done.laplace, self.family, params.mu,
@@ -274,8 +274,12 @@ class CompiledADVI:
         fns = self._done.laplace
         if fns is None or fns.precision is None:
             return None
-        start = second_start(fns, self.family, params, self._start_data, refused_log_p)
+        start = second_start(fns, self.family, params, self._drawn[1], refused_log_p)
         return None if start is None else (self._done.begin(start.params), start)
+
+    def initial_state(self) -> ADVIState:
+        """A fresh state at the initial q that :meth:`setup` drew (before any Laplace start)."""
+        return self._done.begin(self._drawn[0])
 
     def run(self, state: ADVIState, eta: float, key: Array, salt: int, num_steps: int,
             trial: bool = False, narrowable: bool = False) -> Any:

@@ -25,7 +25,7 @@ from jax import Array
 
 from . import precision, robust, streaming
 from .begin import Begun, begin, in_float64, start_name
-from .checks import FELL_BACK_NOTE, end_of_fit_warnings
+from .checks import FELL_BACK_NOTE, STUCK_NOTE, end_of_fit_warnings
 from .compiled import CompiledADVI
 from .convergence import RelativeELBORule
 from .driver import MAX_ITER_PREFIX, Clock, Outcome, StoppingRule, drive, warn
@@ -128,9 +128,12 @@ def fit(
     Where the Laplace start was refused and the fit from the random start warned, the
     Laplace start runs again from that fit's mean where log p there is above where the
     refused search ended (:mod:`advi.refit`); where it is accepted the fit runs again from
-    it, and the fit with the larger ELBO (on common draws) is returned with its own
-    warnings, its ``wall_s`` and ``compile_s`` counting both fits; the checkpoint hook
-    sees both fits, and its last call is the returned q.
+    it. Where the Laplace start was accepted but the stopping rule ended the fit from it
+    far from the optimum (the gradient check flagged most coordinates: q stuck, as on a
+    stochastic volatility model whose search ended in a funnel's neck), the fit runs
+    again from the initial q. Of the two fits the one with the larger ELBO (on common draws) is
+    returned with its own warnings, its ``wall_s`` and ``compile_s`` counting both fits;
+    the checkpoint hook sees both fits, and its last call is the returned q.
 
     The first fit of a process turns on JAX's persistent compilation cache unless the user
     configured it or set ``ADVI_COMPILATION_CACHE=0`` (:mod:`advi.cache`).
@@ -170,11 +173,10 @@ def _finish_in_scope(begun: Begun, o: Options, checkpoint: Callable | None, cloc
                                progress_bar=progress_bar, preset=preset)
     try:
         with precision.scope_of(begun.state0.params):
-            if not _fell_back_on_all_data(begun, o):
+            if not _laplace_on_all_data(begun, o):
                 return finish(begun)
             first, caught = _recorded(finish, begun)
-            again, first = _started_again(begun, first, clock) if first.warnings else (
-                None, first)
+            again, first = _second_begun(begun, first, clock)
             if again is None:
                 return _emitted(caught, first)
             try:
@@ -188,12 +190,29 @@ def _finish_in_scope(begun: Begun, o: Options, checkpoint: Callable | None, cloc
             begun.compiled.close()
 
 
-def _fell_back_on_all_data(begun: Begun, o: Options) -> bool:
-    """Whether the Laplace start was refused on a fit of all the data (not minibatched or
-    streamed): where a second start may follow (:mod:`advi.refit`)."""
-    return (o.start == "laplace" and not bool(begun.start_info.laplace)
-            and begun.compiled.target.num_data is None
+def _laplace_on_all_data(begun: Begun, o: Options) -> bool:
+    """Whether the fit has the Laplace start and all the data (not minibatched or streamed):
+    where a second start may follow (:func:`_second_begun`)."""
+    return (o.start == "laplace" and begun.compiled.target.num_data is None
             and not isinstance(begun.compiled, streaming.StreamedADVI))
+
+
+def _second_begun(begun: Begun, result: ADVIResult, clock: Clock
+                  ) -> tuple[Begun | None, ADVIResult]:
+    """The second start after the fit ``result`` (each with ``result`` as it then stands), or
+    None: where the Laplace start was refused and the fit warned, from the mode found from
+    the fit's mean (:func:`_started_again`); where it was accepted and its stopping rule
+    ended the fit far from the optimum in most coordinates (:data:`advi.checks.STUCK_NOTE`:
+    stuck, not cut short by ``max_iter`` or the checkpoint hook), from the initial q."""
+    if not bool(begun.start_info.laplace):
+        return _started_again(begun, result, clock) if result.warnings else (None, result)
+    if not (result.converged and any(n.startswith(STUCK_NOTE) for n in result.warnings)):
+        return None, result
+    logger.info("the fit from the Laplace start stopped before the optimum; it runs again "
+                "from the initial q")
+    info = begun.start_info._replace(laplace=False, again=True, scaled=False)
+    return begun._replace(state0=begun.compiled.initial_state(), start_info=info,
+                          compile_s=result.compile_s, start_s=result.wall_s), result
 
 
 def _finish_with_bar(begun: Begun, *, o: Options, checkpoint: Callable | None, clock: Clock,
@@ -229,13 +248,13 @@ def _started_again(begun: Begun, result: ADVIResult, clock: Clock
 
 def _larger_elbo(begun: Begun, first: tuple[ADVIResult, list], second: tuple[ADVIResult, list],
                  checkpoint: Callable | None) -> ADVIResult:
-    """Of the fits from the refused start and from the second start (each with the warnings
-    it issued), the one whose ELBO on common draws (:data:`advi.refit.ELBO_SALT`) is larger,
+    """Of the fits from the first start and from the second (each with the warnings it
+    issued), the one whose ELBO on common draws (:data:`advi.refit.ELBO_SALT`) is larger,
     with the second's (the later) times; its warnings issued. Where that is the first, the
     checkpoint hook is called once more with it, so that its last call is the returned q."""
     elbo = [begun.compiled.elbo(fit[0].params, begun.keys[2], ELBO_SALT)[0]
             for fit in (first, second)]
-    logger.info("ELBO from the random start %.6g, from the second start %.6g", *elbo)
+    logger.info("ELBO from the first start %.6g, from the second %.6g", *elbo)
     kept_first = elbo[1] < elbo[0]
     result, caught = first if kept_first else second
     result = dataclasses.replace(result, wall_s=second[0].wall_s,

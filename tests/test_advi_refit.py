@@ -1,6 +1,7 @@
 """advi.refit: the second Laplace start from a fitted q's mean, and advi.fit's choice between
 the fit from the refused start and the fit from the second start."""
 
+import itertools
 import warnings
 
 import jax
@@ -101,3 +102,82 @@ def test_the_fit_with_the_larger_elbo_is_returned_with_its_own_warnings(second_b
         first = fit()
     assert first.start.startswith("init=random") and len(estimates) == 2
     assert result.wall_s > first.wall_s + 1.0
+
+
+
+def _log_gamma(zeta):
+    """log p of 10 independent logs of Gamma(0.25, 1) draws: its mode at log 0.25, where the
+    Laplace start puts q = N(-1.39, 2^2) per coordinate, 2 sds above the mean-field
+    optimum's mean (-3.39; its sd is 2 too): the ELBO's gradient there is
+    2 (0.25 - e^(-1.39 + 2)) = -3.2 q-sds per coordinate."""
+    return jnp.sum(0.25 * zeta - jnp.exp(zeta))
+
+
+def _ranked_elbo(monkeypatch, second_better):
+    """CompiledADVI.elbo with the choice's two estimates replaced by a ranking; returns the
+    list they are appended to."""
+    estimates = []
+    real_elbo = advi.compiled.CompiledADVI.elbo
+
+    def elbo(self, params, key, salt, trial=False):
+        value, log_weights = real_elbo(self, params, key, salt, trial)
+        if salt == advi.refit.ELBO_SALT:  # the choice: the first call is the first fit's
+            value = float(len(estimates) == int(second_better))
+            estimates.append(value)
+        return value, log_weights
+
+    monkeypatch.setattr(advi.compiled.CompiledADVI, "elbo", elbo)
+    return estimates
+
+
+@pytest.mark.parametrize("second_better", [True, False])
+def test_a_fit_stuck_after_the_laplace_start_runs_again_from_the_initial_q(second_better,
+                                                                           monkeypatch):
+    estimates = _ranked_elbo(monkeypatch, second_better)
+    target = advi.from_log_density(_log_gamma, 10)
+    seen = []
+    times = iter(np.arange(0.0, 1e6, 0.5))  # a fake clock: every reading 0.5 s on
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # steps too small to leave the mode before the ELBO rule (any gain below 100% of
+        # the ELBO's size) stops the fit: stuck 2 sds from the optimum
+        result = advi.fit(target, rng_key=jax.random.PRNGKey(0), preset="robust",
+                          dtype="float32", eta=0.001, tol_rel_obj=1.0, khat_samples=0,
+                          checkpoint=seen.append, clock=lambda: float(next(times)))
+    assert len(estimates) == 2
+    messages = [str(w.message) for w in caught if w.category is RuntimeWarning]
+    assert messages == list(result.warnings)
+    if second_better:
+        assert result.start.startswith("init=random, again after the fit from the Laplace "
+                                       "start ("), result.start
+        assert result.start.endswith(" L-BFGS steps) stopped before the optimum")
+    else:
+        assert result.start.startswith("laplace ("), result.start
+        assert result.convergence_reason == "elbo settled"
+        assert any(n.startswith(advi.checks.STUCK_NOTE) for n in result.warnings)
+        np.testing.assert_allclose(result.params.mu, np.log(0.25), atol=0.3)
+    # the hook's last call is the returned q, at the returned time, after both fits
+    np.testing.assert_array_equal(seen[-1].approximation.params.mu, result.params.mu)
+    assert seen[-1].wall_s == result.wall_s
+    # the hook saw the second fit begin again from iteration 0
+    assert any(b.iteration < a.iteration for a, b in itertools.pairwise(seen))
+
+
+def test_no_second_fit_after_the_laplace_start_where_the_fit_reached_the_optimum_or_ran_out(
+        monkeypatch):
+    estimates = _ranked_elbo(monkeypatch, True)
+    target = advi.from_log_density(_log_gamma, 10)
+    result = advi.fit(target, rng_key=jax.random.PRNGKey(0), preset="robust", dtype="float32",
+                      khat_samples=0)
+    assert result.start.startswith("laplace (") and result.warnings == ()
+    # within half of the optimum's sd (2) of its mean
+    np.testing.assert_allclose(result.params.mu, np.log(0.25) - 2.0, atol=1.0)
+    # cut short by max_iter, still at the mode: running longer is the remedy, not a restart
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        short = advi.fit(target, rng_key=jax.random.PRNGKey(0), preset="robust",
+                         dtype="float32", max_iter=1, khat_samples=0)
+    assert short.start.startswith("laplace (") and short.convergence_reason == "max_iter"
+    assert any(str(w.message).startswith(advi.checks.GRADIENT_NOTE) for w in caught)
+    assert estimates == []
+

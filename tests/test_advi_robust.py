@@ -414,7 +414,7 @@ def test_a_fit_ending_inside_a_chunk_averages_its_last_iterates(max_iter):
     its iterates by their number (it divided their sum by eval_elbo: a mean of 3 read 0.6
     at max_iter = 60)."""
     mean, sd = np.array([3.0, -2.0, 50.0]), np.array([1.0, 0.5, 4.0])
-    target = advi.target.from_log_density(
+    target = advi.from_log_density(
         lambda z: -0.5 * jnp.sum(((z - mean) / sd) ** 2), 3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # max_iter's own warning
