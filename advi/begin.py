@@ -157,7 +157,7 @@ def start_name(o: Options, info: Any, promoted: str | None = None) -> str:
         name = f"laplace ({int(info.steps)} L-BFGS steps)"
     elif info.again:
         name = (f"init={o.init}, again after the fit from the Laplace start "
-                f"({int(info.steps)} L-BFGS steps) stopped before the optimum")
+                f"({int(info.steps)} L-BFGS steps) did not reach the optimum")
     else:
         name = f"init={o.init} (no usable mode after {int(info.steps)} L-BFGS steps)"
     if promoted is None:

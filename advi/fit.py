@@ -131,9 +131,11 @@ def fit(
     it. Where the Laplace start was accepted but the stopping rule ended the fit from it
     far from the optimum (the gradient check flagged most coordinates: q stuck, as on a
     stochastic volatility model whose search ended in a funnel's neck), the fit runs
-    again from the initial q. Of the two fits the one with the larger ELBO (on common draws) is
-    returned with its own warnings, its ``wall_s`` and ``compile_s`` counting both fits;
-    the checkpoint hook sees both fits, and its last call is the returned q.
+    again from the initial q; so too where that fit raised :class:`ADVIError`, and then
+    the fit from the initial q is returned (or raises). Of two fits the one with the
+    larger ELBO (on common draws) is returned with its own warnings, its ``wall_s`` and
+    ``compile_s`` counting both fits; the checkpoint hook sees both fits, and its last
+    call is the returned q.
 
     The first fit of a process turns on JAX's persistent compilation cache unless the user
     configured it or set ``ADVI_COMPILATION_CACHE=0`` (:mod:`advi.cache`).
@@ -175,7 +177,14 @@ def _finish_in_scope(begun: Begun, o: Options, checkpoint: Callable | None, cloc
         with precision.scope_of(begun.state0.params):
             if not _laplace_on_all_data(begun, o):
                 return finish(begun)
-            first, caught = _recorded(finish, begun)
+            try:
+                first, caught = _recorded(finish, begun)
+            except ADVIError as err:  # from the Laplace start: once more from the initial q
+                if not bool(begun.start_info.laplace):
+                    raise
+                logger.info("the fit from the Laplace start failed (%s); it runs again from "
+                            "the initial q", err)
+                return finish(_from_initial_q(begun, err.result))
             again, first = _second_begun(begun, first, clock)
             if again is None:
                 return _emitted(caught, first)
@@ -210,9 +219,17 @@ def _second_begun(begun: Begun, result: ADVIResult, clock: Clock
         return None, result
     logger.info("the fit from the Laplace start stopped before the optimum; it runs again "
                 "from the initial q")
+    return _from_initial_q(begun, result), result
+
+
+def _from_initial_q(begun: Begun, spent: ADVIResult | None) -> Begun:
+    """``begun`` again from the initial q (the random start) after the fit ``spent`` from
+    the Laplace start did not reach the optimum, its times continuing ``spent``'s (where
+    given: an :class:`ADVIError`'s ``result`` may be None)."""
     info = begun.start_info._replace(laplace=False, again=True, scaled=False)
-    return begun._replace(state0=begun.compiled.initial_state(), start_info=info,
-                          compile_s=result.compile_s, start_s=result.wall_s), result
+    again = begun._replace(state0=begun.compiled.initial_state(), start_info=info)
+    return again if spent is None else again._replace(compile_s=spent.compile_s,
+                                                      start_s=spent.wall_s)
 
 
 def _finish_with_bar(begun: Begun, *, o: Options, checkpoint: Callable | None, clock: Clock,
