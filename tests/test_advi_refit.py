@@ -53,10 +53,9 @@ def test_no_second_start_where_the_refused_search_climbed_higher(monkeypatch):
     assert advi.refit.second_start(fns, advi.MEANFIELD, params, data, -np.inf) is None
 
 
-@pytest.mark.parametrize("second_better", [True, False])
-def test_the_fit_with_the_larger_elbo_is_returned_with_its_own_warnings(second_better,
-                                                                        monkeypatch):
-    monkeypatch.setattr(advi.laplace, "LAPLACE_EXTRA_STAGES", 0)
+def _ranked_elbo(monkeypatch, second_better):
+    """CompiledADVI.elbo with the choice's two estimates replaced by a ranking; returns the
+    list they are appended to."""
     estimates = []
     real_elbo = advi.compiled.CompiledADVI.elbo
 
@@ -68,6 +67,14 @@ def test_the_fit_with_the_larger_elbo_is_returned_with_its_own_warnings(second_b
         return value, log_weights
 
     monkeypatch.setattr(advi.compiled.CompiledADVI, "elbo", elbo)
+    return estimates
+
+
+@pytest.mark.parametrize("second_better", [True, False])
+def test_the_fit_with_the_larger_elbo_is_returned_with_its_own_warnings(second_better,
+                                                                        monkeypatch):
+    monkeypatch.setattr(advi.laplace, "LAPLACE_EXTRA_STAGES", 0)
+    estimates = _ranked_elbo(monkeypatch, second_better)
     model, height, earn = earnings(1)
 
     seen = []
@@ -111,23 +118,6 @@ def _log_gamma(zeta):
     optimum's mean (-3.39; its sd is 2 too): the ELBO's gradient there is
     2 (0.25 - e^(-1.39 + 2)) = -3.2 q-sds per coordinate."""
     return jnp.sum(0.25 * zeta - jnp.exp(zeta))
-
-
-def _ranked_elbo(monkeypatch, second_better):
-    """CompiledADVI.elbo with the choice's two estimates replaced by a ranking; returns the
-    list they are appended to."""
-    estimates = []
-    real_elbo = advi.compiled.CompiledADVI.elbo
-
-    def elbo(self, params, key, salt, trial=False):
-        value, log_weights = real_elbo(self, params, key, salt, trial)
-        if salt == advi.refit.ELBO_SALT:  # the choice: the first call is the first fit's
-            value = float(len(estimates) == int(second_better))
-            estimates.append(value)
-        return value, log_weights
-
-    monkeypatch.setattr(advi.compiled.CompiledADVI, "elbo", elbo)
-    return estimates
 
 
 @pytest.mark.parametrize("second_better", [True, False])
