@@ -87,7 +87,7 @@ class StartInfo(NamedTuple):
     start_resolution`), ``log_p_spacing`` (nats), and the :class:`advi.laplace.LaplaceStart`'s
     ``nonfinite``; ``log_p`` (nats) where the start's search ended; ``again``: the start
     is a second one: with ``laplace``, from a fit's mean (:mod:`advi.refit`); without, the
-    initial q after a fit from the Laplace start stopped before the optimum."""
+    initial q after the fit from the Laplace start did not reach the optimum."""
 
     laplace: bool
     steps: int
