@@ -107,15 +107,13 @@ the Lorenz bridge with unknown scales 36 sd off read 1.10 at one set of draws an
 another, where 1,000 read 1.84 (benchmarks/README.md)."""
 
 GRADIENT_NOTE = "the ELBO's gradient at the fitted mean is far from zero"
-"""How the gradient check's warning begins (:func:`end_of_fit_warnings`): q stopped before
-the optimum of its family."""
+"""How the gradient check's warning begins (:func:`end_of_fit_warnings`)."""
 
 STUCK_NOTE = f"{GRADIENT_NOTE} in most coordinates"
-"""How it begins where more than half of the coordinates are flagged: q as a whole, not a
-few of its coordinates, is far from the optimum. Where the stopping rule ended a fit from an
-accepted Laplace start so, :func:`advi.fit` runs it again from the initial q; a fit whose
-check flags a few coordinates (as the paper's factorisations' fits do) is not run again
-(measurements: docs/library/generalisation.md)."""
+"""How it begins where more than half of the coordinates are flagged (q as a whole, not a
+few coordinates, far from the optimum): after a fit from an accepted Laplace start that its
+rule stopped, :func:`advi.fit` runs the fit again from the initial q (a few flagged, as on
+the paper's factorisations, do not: docs/library/generalisation.md)."""
 
 FELL_BACK_NOTE = "the Laplace start found no usable mode"
 """How the warning that q cannot express the posterior begins (:func:`fell_back_note`):
