@@ -1,5 +1,6 @@
 """advi.refit: the second Laplace start from a fitted q's mean, and advi.fit's choice between
-the fit from the refused start and the fit from the second start."""
+the fit from the refused start and the fit from the second start; and the converse, the fit
+from the initial q after a fit from an accepted Laplace start that was stuck or failed."""
 
 import itertools
 import warnings
@@ -111,7 +112,6 @@ def test_the_fit_with_the_larger_elbo_is_returned_with_its_own_warnings(second_b
     assert result.wall_s > first.wall_s + 1.0
 
 
-
 def _log_gamma(zeta):
     """log p of 10 independent logs of Gamma(0.25, 1) draws: its mode at log 0.25, where the
     Laplace start puts q = N(-1.39, 2^2) per coordinate, 2 sds above the mean-field
@@ -170,7 +170,6 @@ def test_no_second_fit_after_the_laplace_start_where_the_fit_reached_the_optimum
     assert short.start.startswith("laplace (") and short.convergence_reason == "max_iter"
     assert any(str(w.message).startswith(advi.checks.GRADIENT_NOTE) for w in caught)
     assert estimates == []
-
 
 
 @pytest.mark.parametrize("recovers", [True, False])
