@@ -151,8 +151,7 @@ def start_name(o: Options, info: Any, promoted: str | None = None) -> str:
     if o.start != "laplace":
         return f"init={o.init}"
     if bool(info.laplace) and info.again:
-        name = (f"laplace, again from the mean of a fit from init={o.init} "
-                f"({int(info.steps)} L-BFGS steps)")
+        name = f"laplace, again after a fit from init={o.init} ({int(info.steps)} L-BFGS steps)"
     elif bool(info.laplace):
         name = f"laplace ({int(info.steps)} L-BFGS steps)"
     elif info.again:

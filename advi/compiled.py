@@ -222,6 +222,7 @@ class CompiledADVI:
         self.level = NO_REDRAWS
         self._eps: tuple[bytes, np.ndarray] | None = None  # (key bits, trace eps)
         self._drawn: Any = None  # setup's initial params and the Laplace start's data
+        self._refused_end: np.ndarray | None = None  # where a refused start's search ended
         self.dtype = jnp.result_type(float)
         key = None if target.cache_key is None else (target.cache_key, options, self.dtype)
         done = None if key is None else _CACHE.get(key)
@@ -264,6 +265,7 @@ class CompiledADVI:
                              nonfinite=start.nonfinite, log_p=start.log_p)
             if start.ok:
                 params = start.params
+            self._refused_end = None if start.ok else np.asarray(start.params.mu)
         return keys, done.begin(params), info
 
     def second_start(self, params: Any, refused_log_p: float
@@ -274,7 +276,8 @@ class CompiledADVI:
         fns = self._done.laplace
         if fns is None or fns.precision is None:
             return None
-        start = second_start(fns, self.family, params, self._drawn[1], refused_log_p)
+        start = second_start(fns, self.family, params, self._drawn[1], refused_log_p,
+                             self._refused_end)
         return None if start is None else (self._done.begin(start.params), start)
 
     def initial_state(self) -> ADVIState:

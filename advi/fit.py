@@ -127,9 +127,10 @@ def fit(
 
     Where the Laplace start was refused and the fit from the random start warned, the
     Laplace start runs again from that fit's mean where log p there is above where the
-    refused search ended (:mod:`advi.refit`); where it is accepted the fit runs again from
-    it. Where the Laplace start was accepted but the stopping rule ended the fit from it
-    far from the optimum (the gradient check flagged most coordinates: q stuck, as on a
+    refused search ended, else from a mode plain L-BFGS reaches from that end
+    (:mod:`advi.refit`); where it is accepted the fit runs again from it. Where the
+    Laplace start was accepted but the stopping rule ended the fit from it far from the
+    optimum (the gradient check flagged most coordinates: q stuck, as on a
     stochastic volatility model whose search ended in a funnel's neck), the fit runs
     again from the initial q; so too where that fit raised :class:`ADVIError`, and then
     the fit from the initial q is returned (or raises). Of two fits the one with the

@@ -1,6 +1,6 @@
-"""A second Laplace start from a warned fit's mean: where the first search for the mode was
+"""A second Laplace start after a warned fit: where the first search for the mode was
 refused and the fit from a random start warned, the fit starts once more, from the mode
-that the Laplace start finds from where that fit ended.
+that the Laplace start finds from where that fit ended, or from where the search ended.
 
 The Laplace start's search runs from the fit's initial mean. In a narrow valley of log p
 (an intercept and slope on an uncentred predictor, data far from zero under flat priors)
@@ -10,13 +10,17 @@ the fit runs from its random start. That fit can end many posterior sds down the
 warned (by k-hat, :func:`advi.checks.fell_back_note`) but wrong, while the mode is a few
 L-BFGS steps from where it ended. Here:
 
-1. only where log p at the fit's mean is above log p where the refused search ended: the
-   search stopped short of where the fit went. Down a centred hierarchy's funnel the search
-   climbs above every point a Gaussian q settles on, and a second start there would be
-   refused again after tens of steps and two or three Hessians, at a cost comparable to
-   the whole fit's (measurements: docs/library/generalisation.md);
-2. the Laplace start (:func:`advi.laplace.laplace_start`) runs from the fit's mean with at
-   most :data:`SEARCH_STEPS` L-BFGS steps, and must be accepted by its own tests;
+1. where log p at the fit's mean is above log p where the refused search ended (the
+   search stopped short of where the fit went), the Laplace start
+   (:func:`advi.laplace.laplace_start`) runs from the fit's mean with at most
+   :data:`SEARCH_STEPS` L-BFGS steps, and must be accepted by its own tests;
+2. elsewhere the search went past the fit: down a centred hierarchy's funnel it climbs
+   above every point a Gaussian q settles on, and a Laplace start there is refused again
+   after tens of steps and two Hessians, a third of a whole fit's time; in a valley whose
+   floor leads to the mode (a mean far from 0 with an unknown noise scale) it stopped a
+   few steps short. So plain L-BFGS, which forms no Hessian, runs from where the search
+   ended for at most :data:`SEARCH_STEPS` steps, and only where it meets its gradient test
+   does the Laplace start follow from there (measurements: docs/library/generalisation.md);
 3. the fit runs again from it (:func:`advi.fit`), and of the two fits the one with the
    larger ELBO, both estimated from the same draws (:data:`ELBO_SALT`), is returned: ADVI
    maximises the ELBO, and a larger ELBO is a smaller KL(q || p).
@@ -34,7 +38,8 @@ import jax
 import numpy as np
 
 from .families import Family
-from .laplace import LaplaceStart, LogDensityFunctions, laplace_start
+from .laplace import GRAD_RTOL, LaplaceStart, LogDensityFunctions, laplace_start
+from .lbfgs import find_mode
 
 SEARCH_STEPS = 30
 """L-BFGS iterations allowed to the second Laplace start (0: no second start)."""
@@ -44,8 +49,10 @@ ELBO_SALT = 0x7266
 
 
 def second_start(fns: LogDensityFunctions, family: Family, params: Any, data: Any,
-                 refused_log_p: float) -> LaplaceStart | None:
-    """The Laplace start from a fitted q's mean (module docstring), or None.
+                 refused_log_p: float, refused_end: np.ndarray | None = None
+                 ) -> LaplaceStart | None:
+    """The Laplace start from a fitted q's mean, or from a mode near where the refused search
+    ended (module docstring), or None.
 
     Args:
         fns: the target's Laplace start functions (``precision`` set: the host's search).
@@ -54,16 +61,34 @@ def second_start(fns: LogDensityFunctions, family: Family, params: Any, data: An
         data: the second argument of ``fns``' functions.
         refused_log_p: log p (nats) where the refused start's search ended (NaN: nowhere
             finite).
+        refused_end: (K,) where it ended, or None.
 
     Returns:
-        the accepted :class:`advi.laplace.LaplaceStart`, or None: log p at q's mean is not
-        above ``refused_log_p``, or the start from there was refused.
+        the accepted :class:`advi.laplace.LaplaceStart` (its ``steps`` counting the plain
+        search's), or None: refused, or not tried.
     """
     if SEARCH_STEPS <= 0:
         return None
     mu = np.asarray(params.mu)
     value = float(jax.device_get(fns.value_and_grad(mu, data))[0])
-    if not value > (-math.inf if math.isnan(refused_log_p) else refused_log_p):
+    start = (laplace_start(fns, family, mu, data, max_steps=SEARCH_STEPS)
+             if value > (-math.inf if math.isnan(refused_log_p) else refused_log_p)
+             else _from_the_end(fns, family, refused_end, data))
+    return start if start is not None and start.ok else None
+
+
+def _from_the_end(fns: LogDensityFunctions, family: Family, end: np.ndarray | None,
+                  data: Any) -> LaplaceStart | None:
+    """The Laplace start from the mode that plain L-BFGS (no Hessian) reaches from ``end``
+    within :data:`SEARCH_STEPS`, or None where it does not (down a funnel's neck those
+    steps are all it costs)."""
+    if end is None:
         return None
-    start = laplace_start(fns, family, mu, data, max_steps=SEARCH_STEPS)
-    return start if start.ok else None
+    dtype = np.asarray(end).dtype
+    found = find_mode(lambda z: jax.device_get(fns.value_and_grad(np.asarray(z, dtype), data)),
+                      np.asarray(end, np.float64), SEARCH_STEPS, GRAD_RTOL)
+    if not found.converged:
+        return None
+    start = laplace_start(fns, family, np.asarray(found.zeta, dtype), data,
+                          max_steps=SEARCH_STEPS)
+    return start._replace(steps=start.steps + found.steps)

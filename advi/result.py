@@ -205,7 +205,7 @@ class ADVIResult:
         warnings: human-readable warnings issued during the fit.
         start: how the initial q was chosen ("init=random", "laplace (N L-BFGS steps)",
             or the init used when the Laplace start was refused; a second start, where
-            :func:`advi.fit` made one, begins "laplace, again from the mean of a fit" or
+            :func:`advi.fit` made one, begins "laplace, again after a fit" or
             "init=random, again after the fit from the Laplace start").
         redraws: non-finite draws replaced during the optimisation (eta search and
             ELBO estimates not counted).

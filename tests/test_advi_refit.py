@@ -98,7 +98,7 @@ def test_the_fit_with_the_larger_elbo_is_returned_with_its_own_warnings(second_b
         seen[-2].wall_s == seen[-1].wall_s and seen[-2].approximation is not result.approximation)
     messages = [str(w.message) for w in caught if w.category is RuntimeWarning]
     if second_better:
-        assert result.start.startswith("laplace, again from the mean"), result.start
+        assert result.start.startswith("laplace, again after a fit"), result.start
         assert messages == [] and result.warnings == ()
     else:
         assert result.start.startswith("init=random (no usable mode"), result.start
@@ -222,3 +222,38 @@ def test_a_fit_failing_after_the_laplace_start_runs_again_from_the_initial_q(rec
     # its seconds continue the failed fit's (its restarts' chunks: hundreds of seconds on
     # this clock each), not only the Laplace start's
     assert result.wall_s > 500.0
+
+
+def test_a_second_start_from_where_the_refused_search_ended_near_the_mode():
+    fns, data = _ridge_fns()
+    params = _down_the_ridge()
+    here = float(fns.value_and_grad(params.mu, data)[0])
+    near = MODE + np.array([0.01, 0.012])  # the search stopped a few steps short of it
+    start = advi.refit.second_start(fns, advi.MEANFIELD, params, data, here + 1.0, near)
+    assert start is not None and start.ok
+    np.testing.assert_allclose(start.params.mu, MODE, atol=1e-6)
+
+
+def test_a_fit_far_down_a_valley_starts_again_near_where_the_refused_search_ended():
+    """100 measurements near 1e5 with an unknown noise scale: from the random q the fit ends
+    86,617 posterior sds off (warned), and the refused search ended above it, a few plain
+    L-BFGS steps from the mode: the fit starts again there and ends near the posterior."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    def measurements(y):
+        c = numpyro.sample("c", dist.Normal(0.0, 1e6))
+        s = numpyro.sample("s", dist.HalfNormal(10.0))
+        with numpyro.plate("n", y.shape[0]):
+            numpyro.sample("y", dist.Normal(c, s), obs=y)
+
+    y = (1e5 + np.random.default_rng(0).normal(size=100)).astype(np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = advi.fit(measurements, y, rng_key=jax.random.PRNGKey(2), preset="robust")
+    assert result.start.startswith("laplace, again after a fit from init=random"), result.start
+    assert not [w for w in caught if w.category is RuntimeWarning], caught
+    draws = result.sample(jax.random.PRNGKey(1), 1000)
+    sd = np.std(y, ddof=1)
+    assert abs(float(np.mean(draws["c"])) - float(np.mean(y))) < 0.5 * sd / 10
+    assert abs(float(np.mean(draws["s"])) - sd) < 0.5 * sd / np.sqrt(200)
