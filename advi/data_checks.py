@@ -13,10 +13,13 @@ model into a jaxpr (nothing compiles):
 * **A single observation where a variance is estimated** is a ``RuntimeWarning``: when the
   scale of an observed site's distribution (``scale``, or ``scale_tril`` for a multivariate
   normal, of the distribution or of the one it wraps) depends on a latent site and that
-  latent scale reaches exactly one observation in the whole model, the data say almost
-  nothing about it and its posterior is essentially its prior (with a flat prior it can be
-  improper). With a proper prior the fit is still well defined, so this warns instead of
-  refusing. "Depends on" means that moving the latent site changes the scale
+  latent scale reaches exactly one observation in the whole model, and no more observed
+  values than it has parameters (a multivariate observation holds several: a Gaussian
+  process's three hyperparameters are estimated from one vector of eleven values; two
+  independent scales from one vector of two are not), the data say almost nothing about
+  it and its posterior is essentially its prior (with a flat prior it can be improper).
+  With a proper prior the fit is still well defined, so this warns instead of refusing.
+  "Depends on" means that moving the latent site changes the scale
   (:func:`check_single_observations`).
 * **A constant column** of a 2-D floating-point argument with more than one row is a
   ``RuntimeWarning`` (:func:`check_constant_columns`) when the column is all zeros (its
@@ -31,7 +34,7 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 import jax
@@ -202,18 +205,20 @@ def _moved(model_trace: dict[str, Any], name: str) -> Any:
 
 def check_single_observations(
     model: Callable, model_args: tuple, model_kwargs: dict[str, Any],
-    latents: Iterable[str], observed: dict[str, ObservedSite],
+    latents: Mapping[str, tuple[int, ...]], observed: dict[str, ObservedSite],
 ) -> None:
     """Warn when a latent scale reaches a single observation in the whole model.
 
     Args:
         model, model_args, model_kwargs: the NumPyro model and its arguments.
-        latents: the latent sites' names.
+        latents: latent site name -> its shape in the unconstrained space (its size is its
+            number of parameters).
         observed: from :func:`observed_sites`.
 
     Warns:
         RuntimeWarning: naming the observed site, its shape and the latent sites its scale
-            depends on, when those latent sites' scales reach one observation in all.
+            depends on, when those latent sites' scales reach one observation in all, of no
+            more values (elements) than their parameters.
 
     A scale depends on a latent site when moving that site (by 0.5 in the unconstrained
     space, the others held) changes it: one un-jitted trace of the model per latent site,
@@ -234,10 +239,11 @@ def check_single_observations(
         for site, before, after in zip(scaled, base, moved, strict=True):
             if np.shape(before) != np.shape(after) or not np.allclose(before, after):
                 depends[site].append(name)
-    reach = {name: sum(observed[s].num_obs for s in scaled if name in depends[s])
-             for name in names}
+    reach = {name: [observed[s] for s in scaled if name in depends[s]] for name in names}
     for site in scaled:
-        lonely = [name for name in depends[site] if reach[name] == 1]
+        lonely = [name for name in depends[site]
+                  if sum(s.num_obs for s in reach[name]) == 1
+                  and sum(math.prod(s.shape) for s in reach[name]) <= math.prod(latents[name])]
         if lonely:
             warnings.warn(
                 f"observed site {site!r} (shape {observed[site].shape}) is a single "

@@ -116,6 +116,24 @@ def test_single_observation_of_a_multivariate_normal_names_scale_tril():
         advi.from_numpyro(mvn, (np.ones((1, 2), np.float32),))
 
 
+def test_a_gaussian_process_on_one_vector_of_many_values_does_not_warn():
+    """A GP regression: one observed vector of 11 values whose covariance depends on three
+    scalar hyperparameters (posteriordb's gp_regr) is one observation, but of more values
+    than the scale's parameters."""
+    def gp(x, y):
+        rho = numpyro.sample("rho", dist.Gamma(25.0, 4.0))
+        alpha = numpyro.sample("alpha", dist.HalfNormal(2.0))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+        cov = alpha**2 * jnp.exp(-0.5 * jnp.square((x[:, None] - x[None, :]) / rho))
+        numpyro.sample("y", dist.MultivariateNormal(jnp.zeros(11), cov + sigma * jnp.eye(11)),
+                       obs=y)
+
+    x = np.linspace(-10, 10, 11, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        advi.from_numpyro(gp, (x, np.sin(x / 3)))
+
+
 @pytest.mark.parametrize("model, args", [
     (known_scale, (np.ones(1, np.float32),)),  # one observation, but the scale is known
     (location_scale, (RNG.normal(size=2).astype(np.float32),)),  # two observations
