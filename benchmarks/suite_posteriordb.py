@@ -25,7 +25,12 @@ The holdout (:data:`HOLDOUT`), added after the robust preset's defaults were set
   slope prior;
 - ``nes2000``: party identification on nine predictors, flat priors;
 - ``hmm_drive_0``: a two-state HMM of basketball drives, positive ordered exponential rates;
-- ``eight_schools_noncentered``: the non-centred eight schools (theta compared).
+- ``eight_schools_noncentered``: the non-centred eight schools (theta compared);
+- ``kidscore_interaction``, ``logearn_interaction``: regressions with an uncentred
+  interaction (mother's IQ x schooling, height x sex);
+- ``gp_regr``: a Gaussian-process regression, one observed vector of 11 values;
+- ``logmesquite_logvash``: mesquite weights on log dimensions, flat priors;
+- ``sblrc_blr``: five correlated predictors at scales near 100.
 """
 
 from __future__ import annotations
@@ -257,6 +262,76 @@ def _garch_quantities(draws: dict) -> np.ndarray:
                      np.float64), alpha1, (1.0 - alpha1) * u], axis=-1)
 
 
+
+def kidscore_interaction(kid_score: Any, mom_iq: Any, mom_hs: Any) -> None:
+    """kid_score ~ N(beta_1 + beta_2 mom_hs + beta_3 mom_iq + beta_4 mom_hs mom_iq, sigma):
+    an uncentred interaction, sigma ~ half-Cauchy(2.5), flat beta."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    beta = _flat("beta", dist.constraints.real_vector, (4,))
+    sigma = numpyro.sample("sigma", dist.HalfCauchy(2.5))
+    design = jnp.stack([jnp.ones_like(mom_iq), mom_hs, mom_iq, mom_hs * mom_iq], -1)
+    numpyro.sample("kid_score", dist.Normal(design @ beta, sigma), obs=kid_score)
+
+
+def logearn_interaction(earn: Any, height: Any, male: Any) -> None:
+    """log earn ~ N(beta_1 + beta_2 height + beta_3 male + beta_4 height male, sigma): an
+    uncentred interaction, flat priors on beta and sigma > 0."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    beta = _flat("beta", dist.constraints.real_vector, (4,))
+    sigma = _flat("sigma", dist.constraints.positive)
+    design = jnp.stack([jnp.ones_like(height), height, male, height * male], -1)
+    numpyro.sample("log_earn", dist.Normal(design @ beta, sigma), obs=jnp.log(earn))
+
+
+def gp_regr(x: Any, y: Any) -> None:
+    """y ~ N(0, K + sigma I), K_ij = alpha^2 exp(-(x_i - x_j)^2 / (2 rho^2)) (Stan's
+    ``gp_exp_quad_cov``; sigma is added to the diagonal as is), rho ~ Gamma(25, 4), alpha
+    ~ half-N(2), sigma ~ half-N(1)."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    rho = numpyro.sample("rho", dist.Gamma(25.0, 4.0))
+    alpha = numpyro.sample("alpha", dist.HalfNormal(2.0))
+    sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+    cov = alpha**2 * jnp.exp(-0.5 * jnp.square((x[:, None] - x[None, :]) / rho))
+    cov = cov + sigma * jnp.eye(x.shape[0])
+    numpyro.sample("y", dist.MultivariateNormal(jnp.zeros_like(y), cov), obs=y)
+
+
+def logmesquite_logvash(weight: Any, diam1: Any, diam2: Any, canopy_height: Any,
+                        total_height: Any, group: Any) -> None:
+    """log weight of mesquite bushes on the logs of canopy volume, area and shape and of
+    total height, and the group; flat priors on beta (6) and sigma > 0."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    beta = _flat("beta", dist.constraints.real_vector, (6,))
+    sigma = _flat("sigma", dist.constraints.positive)
+    design = jnp.stack([jnp.ones_like(weight), jnp.log(diam1 * diam2 * canopy_height),
+                        jnp.log(diam1 * diam2), jnp.log(diam1 / diam2), jnp.log(total_height),
+                        group], -1)
+    numpyro.sample("log_weight", dist.Normal(design @ beta, sigma), obs=jnp.log(weight))
+
+
+def blr(X: Any, y: Any) -> None:  # noqa: N803 (Stan's data name)
+    """y ~ N(X beta, sigma), beta ~ N(0, 10), sigma ~ half-N(10): correlated predictors at
+    scales near 100."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    beta = numpyro.sample("beta", dist.Normal(0.0, 10.0).expand([X.shape[1]]).to_event(1))
+    sigma = numpyro.sample("sigma", dist.HalfNormal(10.0))
+    numpyro.sample("y", dist.Normal(X @ beta, sigma), obs=y)
+
+
 def _schools_quantities(draws: dict) -> np.ndarray:
     """(theta (8), mu, tau) from the latent sites (theta = mu + tau theta_trans)."""
     trans, mu, tau = (np.asarray(draws[s], np.float64) for s in ("theta_trans", "mu", "tau"))
@@ -280,6 +355,11 @@ MODELS: dict[str, tuple[Callable[..., None], Callable[[dict], np.ndarray], int]]
     "nes2000": (nes, _sites("beta", "sigma"), 10),
     "hmm_drive_0": (hmm_drive, _sites("theta1", "theta2", "phi", "lambda"), 6),
     "eight_schools_noncentered": (eight_schools_noncentered, _schools_quantities, 10),
+    "kidscore_interaction": (kidscore_interaction, _sites("beta", "sigma"), 5),
+    "logearn_interaction": (logearn_interaction, _sites("beta", "sigma"), 5),
+    "gp_regr": (gp_regr, _sites("rho", "alpha", "sigma"), 3),
+    "logmesquite_logvash": (logmesquite_logvash, _sites("beta", "sigma"), 7),
+    "sblrc_blr": (blr, _sites("beta", "sigma"), 6),
 }
 """Each posterior's model, the map from draws (a dict of site values with a leading draw
 axis) to the reference's quantities in its order, (S, D) float64, and K."""
@@ -298,12 +378,20 @@ SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
                                 "income", "age_discrete")),
     "hmm_drive_0": ("bball_drive_event_0-hmm_drive_0", ("u", "v", "alpha")),
     "eight_schools_noncentered": ("eight_schools-eight_schools_noncentered", ("y", "sigma")),
+    "kidscore_interaction": ("kidiq-kidscore_interaction", ("kid_score", "mom_iq", "mom_hs")),
+    "logearn_interaction": ("earnings-logearn_interaction", ("earn", "height", "male")),
+    "gp_regr": ("gp_pois_regr-gp_regr", ("x", "y")),
+    "logmesquite_logvash": ("mesquite-logmesquite_logvash",
+                            ("weight", "diam1", "diam2", "canopy_height", "total_height",
+                             "group")),
+    "sblrc_blr": ("sblrc-blr", ("X", "y")),
 }
 """Each posterior's name in posteriordb and the data its model takes, in order
 (``suite_posteriordb_build.py`` stores them)."""
 
 HOLDOUT = ("arK", "arma11", "kilpisjarvi", "nes2000", "hmm_drive_0",
-           "eight_schools_noncentered")
+           "eight_schools_noncentered", "kidscore_interaction", "logearn_interaction",
+           "gp_regr", "logmesquite_logvash", "sblrc_blr")
 """Posteriors added after the robust preset's defaults were set (2026-11-30): none of its
 constants was chosen on them, so they test its generality afresh."""
 

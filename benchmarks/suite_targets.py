@@ -21,7 +21,8 @@ true means and standard deviations (float64). Five sources:
   height (flat priors, data near 2e4), a child's score on the mother's IQ, a two-state
   hidden Markov model, GARCH(1,1), a two-component Gaussian mixture; and a holdout added
   after the robust preset's defaults were set (AR(5), ARMA(1,1), a temperature trend on
-  the year, a flat-prior regression, a basketball HMM, the non-centred eight schools).
+  the year, flat-prior regressions, a basketball HMM, the non-centred eight schools,
+  uncentred interactions, a GP regression, correlated predictors near 100).
 - **Everyday models** (no extra package; ``suite_models.py``): eight models as a NumPyro
   user writes them (a Dirichlet-multinomial, a beta-binomial hierarchy, ordered logistic,
   Student-t and Weibull survival regressions, a wide logistic regression, a non-centred
