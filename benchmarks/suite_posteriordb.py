@@ -79,25 +79,32 @@ def hmm_example(y: Any) -> None:
     """Two hidden states with uniform transition rows theta1, theta2 (flat on the simplex),
     positive ordered emission means mu, mu_1 ~ N(3, 1), mu_2 ~ N(10, 1), y_t ~ N(mu_z_t, 1);
     log p(y) by the forward algorithm."""
-    import jax
     import jax.numpy as jnp
     import numpyro
     import numpyro.distributions as dist
-    from jax.scipy.special import logsumexp
 
     theta1 = numpyro.sample("theta1", dist.Dirichlet(jnp.ones(2)))
     theta2 = numpyro.sample("theta2", dist.Dirichlet(jnp.ones(2)))
     mu = _flat("mu", dist.constraints.positive_ordered_vector, (2,))
     numpyro.factor("mu_prior", dist.Normal(3.0, 1.0).log_prob(mu[0])
                    + dist.Normal(10.0, 1.0).log_prob(mu[1]))
-    log_theta = jnp.log(jnp.stack([theta1, theta2]))  # [from, to]
     emission = dist.Normal(mu, 1.0).log_prob(y[:, None])  # (T, 2)
+    numpyro.factor("y", _forward(jnp.log(jnp.stack([theta1, theta2])), emission))
 
-    def forward(log_alpha: Any, log_e: Any) -> tuple[Any, None]:
+
+def _forward(log_theta: Any, emission: Any) -> Any:
+    """log p(observations) of a hidden Markov model by the forward algorithm: ``log_theta``
+    (S, S) log transition probabilities [from, to], ``emission`` (T, S) log p(obs_t |
+    state); no initial state distribution (the first step's emission alone, as the Stan
+    models)."""
+    import jax
+    from jax.scipy.special import logsumexp
+
+    def step(log_alpha: Any, log_e: Any) -> tuple[Any, None]:
         return logsumexp(log_alpha[:, None] + log_theta, axis=0) + log_e, None
 
-    log_alpha, _ = jax.lax.scan(forward, emission[0], emission[1:])
-    numpyro.factor("y", logsumexp(log_alpha))
+    log_alpha, _ = jax.lax.scan(step, emission[0], emission[1:])
+    return logsumexp(log_alpha)
 
 
 def garch11(y: Any, sigma1: Any) -> None:
@@ -219,11 +226,9 @@ def hmm_drive(u: Any, v: Any, alpha: Any) -> None:
     ordered exponential rates phi (of 1 / speed u) and lambda (of hoop distance v), phi_1,
     lambda_1 ~ N(0, 1) and phi_2, lambda_2 ~ N(3, 1); log p(u, v) by the forward algorithm
     (no initial state distribution, as the Stan model)."""
-    import jax
     import jax.numpy as jnp
     import numpyro
     import numpyro.distributions as dist
-    from jax.scipy.special import logsumexp
 
     theta1 = numpyro.sample("theta1", dist.Dirichlet(alpha[0]))
     theta2 = numpyro.sample("theta2", dist.Dirichlet(alpha[1]))
@@ -232,15 +237,9 @@ def hmm_drive(u: Any, v: Any, alpha: Any) -> None:
     means = jnp.array([0.0, 3.0])
     numpyro.factor("rate_priors", jnp.sum(dist.Normal(means, 1.0).log_prob(phi))
                    + jnp.sum(dist.Normal(means, 1.0).log_prob(lam)))
-    log_theta = jnp.log(jnp.stack([theta1, theta2]))  # [from, to]
     emission = (dist.Exponential(phi).log_prob(u[:, None])
                 + dist.Exponential(lam).log_prob(v[:, None]))  # (N, 2)
-
-    def forward(log_gamma: Any, log_e: Any) -> tuple[Any, None]:
-        return logsumexp(log_gamma[:, None] + log_theta, axis=0) + log_e, None
-
-    log_gamma, _ = jax.lax.scan(forward, emission[0], emission[1:])
-    numpyro.factor("uv", logsumexp(log_gamma))
+    numpyro.factor("uv", _forward(jnp.log(jnp.stack([theta1, theta2])), emission))
 
 
 def eight_schools_noncentered(y: Any, sigma: Any) -> None:
