@@ -257,6 +257,7 @@ def find_mode(
     grad_rtol: float,
     abs_tol: float = 0.0,
     runaway: float = math.inf,
+    restart: bool = True,
 ) -> HostSearch:
     """Maximise a log density by L-BFGS (SciPy's L-BFGS-B, no bounds) from ``zeta0``.
 
@@ -271,18 +272,26 @@ def find_mode(
             ``runaway`` times the smallest it was at the best point of an earlier
             iteration (inf: never): the search climbs towards a singularity of the
             density, where no mode is (:data:`RUNAWAY`).
+        restart: start again where a line search met a non-finite value (below); False:
+            that value ends the search.
 
     Returns:
-        :class:`HostSearch`. Non-finite values end the search at the last finite point.
+        :class:`HostSearch`. SciPy's line search does not step back from a non-finite
+        value (a trial step far out, where float32 overflows: a random start's noise
+        scale e^-51): it ends the search. Where a search so ended short of its tests, it
+        starts again from its best point, its L-BFGS memory cleared, while steps are left
+        and each such run raised log p; otherwise non-finite values end the search at the
+        last finite point.
     """
     best: dict[str, Any] = {"zeta": np.asarray(zeta0, np.float64), "value": -np.inf,
-                            "least": math.inf, "ran_away": False, "nonfinite": False}
+                            "least": math.inf, "ran_away": False, "nonfinite": False,
+                            "stopped": False}
 
     def loss(zeta: np.ndarray) -> tuple[float, np.ndarray]:
         value, grad = value_and_grad(zeta)
         value, grad = float(value), np.asarray(grad, np.float64)
         if not (np.isfinite(value) and np.all(np.isfinite(grad))):
-            best["nonfinite"] = True
+            best["nonfinite"] = best["lately"] = True
             return np.inf, np.zeros_like(zeta)
         if value > best["value"]:
             best.update(zeta=zeta.copy(), value=value, grad=grad)
@@ -300,14 +309,21 @@ def find_mode(
         met = small(best["grad"], best["value"])
         best["ran_away"] = not met and norm > runaway * best["least"]
         if met or best["ran_away"]:
+            best["stopped"] = True
             raise StopIteration
         best["least"] = min(best["least"], norm)
 
-    out = scipy.optimize.minimize(
-        loss, best["zeta"], jac=True, method="L-BFGS-B", callback=stop,
-        options={"maxiter": max_steps, "gtol": 0.0, "ftol": 0.0, "maxls": 40},
-    )
+    steps, again = 0, True
+    while again:
+        before, best["lately"] = best["value"], False
+        out = scipy.optimize.minimize(
+            loss, best["zeta"], jac=True, method="L-BFGS-B", callback=stop,
+            options={"maxiter": max_steps - steps, "gtol": 0.0, "ftol": 0.0, "maxls": 40},
+        )
+        steps += int(out.nit)
+        again = (restart and best["lately"] and not best["stopped"] and steps < max_steps
+                 and best["value"] > before and math.isfinite(best["value"]))
     if "grad" not in best:
-        return HostSearch(best["zeta"], False, int(out.nit), nonfinite=best["nonfinite"])
-    return HostSearch(best["zeta"], small(best["grad"], best["value"]), int(out.nit),
+        return HostSearch(best["zeta"], False, steps, nonfinite=best["nonfinite"])
+    return HostSearch(best["zeta"], small(best["grad"], best["value"]), steps,
                       best["ran_away"], best["nonfinite"])

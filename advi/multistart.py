@@ -154,8 +154,10 @@ def _extra_modes(fns: LogDensityFunctions, start: LaplaceStart, family: Family, 
                 value, grad = value_and_grad(init + scale @ u)
                 return value, scale.T @ np.asarray(grad, np.float64)
 
+        # a non-finite value ends an extra start (dropped unless it converged): a cheap look
+        # for another mode, not a search that must succeed
         shift, converged, used = find_mode(whitened, np.zeros(here.size),
-                                           EXTRA_START_STEPS, GRAD_RTOL)[:3]
+                                           EXTRA_START_STEPS, GRAD_RTOL, restart=False)[:3]
         zeta = init + scale @ shift
         steps += used
         value = float(value_and_grad(zeta)[0])

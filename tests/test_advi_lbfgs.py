@@ -170,6 +170,26 @@ def _host_search(log_density, zeta0, max_steps, abs_tol, runaway, data=None):
                      np.asarray(zeta0, np.float64), max_steps, GRAD_RTOL, abs_tol, runaway)
 
 
+def test_the_host_search_starts_again_where_a_line_search_met_an_overflow():
+    """A regression's (slope b, log noise sd s) in float32 on the host, flat priors: -n s -
+    SSR(b) e^-2s / 2 with SSR(b) = w (b - m)^2 + 1. From (-1.5, 1.5) a quasi-Newton step
+    tries a noise sd so small that e^-2s overflows; SciPy's line search ends there, short
+    of the mode, so the search starts again from its best point and reaches it."""
+    n, w, m = np.float32(46.0), np.float32(1000.0), np.float32(2.0)
+
+    def value_and_grad(zeta):
+        b, s = np.float32(zeta[0]), np.float32(zeta[1])
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = np.exp(np.float32(-2.0) * s)
+            ssr = w * (b - m) ** 2 + np.float32(1.0)
+            return (float(-n * s - np.float32(0.5) * ssr * e),
+                    np.array([-w * (b - m) * e, -n + ssr * e], np.float64))
+
+    found = find_mode(value_and_grad, np.array([-1.5, 1.5]), 200, GRAD_RTOL)
+    mode = np.array([m, -0.5 * np.log(n)])  # d/ds = 0 at SSR = 1: e^-2s = n
+    sd = np.array([np.exp(mode[1]) / np.sqrt(w), 1 / np.sqrt(2 * n)])
+    assert found.nonfinite and np.all(np.abs(found.zeta - mode) < 0.1 * sd), (found, mode)
+
 def test_the_compiled_search_reaches_the_host_search_mode():
     # a milder problem, which SciPy's L-BFGS-B also solves to the test in float32
     log_density, data, mean, sd = _ill_conditioned()
