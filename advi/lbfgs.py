@@ -232,6 +232,26 @@ def _line_search(grad: Callable[[Array, Any], Array], u: Array, grad_u: Array,
             found, t.held)
 
 
+def _runs(loss: Callable, stop: Callable, best: dict[str, Any], max_steps: int,
+          restart: bool) -> int:
+    """SciPy's L-BFGS-B on ``loss`` from ``best["zeta"]`` with ``stop`` as its callback (which
+    sets ``best["stopped"]`` where a test ended it), run again from the best point, its
+    memory cleared, while ``restart``, a run met a non-finite value (``loss`` sets
+    ``best["lately"]``) short of the tests, steps are left and the run raised log p
+    (``best["value"]``). Returns the iterations run in all."""
+    steps, again = 0, True
+    while again:
+        before, best["lately"] = best["value"], False
+        out = scipy.optimize.minimize(
+            loss, best["zeta"], jac=True, method="L-BFGS-B", callback=stop,
+            options={"maxiter": max_steps - steps, "gtol": 0.0, "ftol": 0.0, "maxls": 40},
+        )
+        steps += int(out.nit)
+        again = (restart and best["lately"] and not best["stopped"] and steps < max_steps
+                 and best["value"] > before and math.isfinite(best["value"]))
+    return steps
+
+
 class HostSearch(NamedTuple):
     """What :func:`find_mode` returns (on the host).
 
@@ -276,12 +296,9 @@ def find_mode(
             that value ends the search.
 
     Returns:
-        :class:`HostSearch`. SciPy's line search does not step back from a non-finite
-        value (a trial step far out, where float32 overflows: a random start's noise
-        scale e^-51): it ends the search. Where a search so ended short of its tests, it
-        starts again from its best point, its L-BFGS memory cleared, while steps are left
-        and each such run raised log p; otherwise non-finite values end the search at the
-        last finite point.
+        :class:`HostSearch`. A non-finite value ends SciPy's run (its line search does not
+        step back from one: a trial noise scale of e^-51 in float32); where ``restart``,
+        the search goes on from its best point (:func:`_runs`), else it ends there.
     """
     best: dict[str, Any] = {"zeta": np.asarray(zeta0, np.float64), "value": -np.inf,
                             "least": math.inf, "ran_away": False, "nonfinite": False,
@@ -313,16 +330,7 @@ def find_mode(
             raise StopIteration
         best["least"] = min(best["least"], norm)
 
-    steps, again = 0, True
-    while again:
-        before, best["lately"] = best["value"], False
-        out = scipy.optimize.minimize(
-            loss, best["zeta"], jac=True, method="L-BFGS-B", callback=stop,
-            options={"maxiter": max_steps - steps, "gtol": 0.0, "ftol": 0.0, "maxls": 40},
-        )
-        steps += int(out.nit)
-        again = (restart and best["lately"] and not best["stopped"] and steps < max_steps
-                 and best["value"] > before and math.isfinite(best["value"]))
+    steps = _runs(loss, stop, best, max_steps, restart)
     if "grad" not in best:
         return HostSearch(best["zeta"], False, steps, nonfinite=best["nonfinite"])
     return HostSearch(best["zeta"], small(best["grad"], best["value"]), steps,
