@@ -235,20 +235,23 @@ def _line_search(grad: Callable[[Array, Any], Array], u: Array, grad_u: Array,
 def _runs(loss: Callable, stop: Callable, best: dict[str, Any], max_steps: int,
           restart: bool) -> int:
     """SciPy's L-BFGS-B on ``loss`` from ``best["zeta"]`` with ``stop`` as its callback (which
-    sets ``best["stopped"]`` where a test ended it), run again from the best point, its
-    memory cleared, while ``restart``, a run met a non-finite value (``loss`` sets
-    ``best["lately"]``) short of the tests, steps are left and the run raised log p
-    (``best["value"]``). Returns the iterations run in all."""
-    steps, again = 0, True
+    sets ``best["stopped"]`` where a test ended it), run once more from the best point, its
+    memory cleared, where ``restart``, the first run met a non-finite value (``loss`` sets
+    ``best["lately"]``) short of the tests, steps are left and that run raised log p
+    (``best["value"]``). Once: up a funnel's neck without the runaway test, every run
+    raises log p. Returns the iterations run in all."""
+    steps, again, runs = 0, True, 0
     while again:
+        runs += 1
         before, best["lately"] = best["value"], False
         out = scipy.optimize.minimize(
             loss, best["zeta"], jac=True, method="L-BFGS-B", callback=stop,
             options={"maxiter": max_steps - steps, "gtol": 0.0, "ftol": 0.0, "maxls": 40},
         )
         steps += int(out.nit)
-        again = (restart and best["lately"] and not best["stopped"] and steps < max_steps
-                 and best["value"] > before and math.isfinite(best["value"]))
+        again = (restart and runs == 1 and best["lately"] and not best["stopped"]
+                 and steps < max_steps and best["value"] > before
+                 and math.isfinite(best["value"]))
     return steps
 
 
@@ -292,13 +295,13 @@ def find_mode(
             ``runaway`` times the smallest it was at the best point of an earlier
             iteration (inf: never): the search climbs towards a singularity of the
             density, where no mode is (:data:`RUNAWAY`).
-        restart: start again where a line search met a non-finite value (below); False:
-            that value ends the search.
+        restart: start once more where a line search met a non-finite value (below);
+            False: that value ends the search.
 
     Returns:
         :class:`HostSearch`. A non-finite value ends SciPy's run (its line search does not
         step back from one: a trial noise scale of e^-51 in float32); where ``restart``,
-        the search goes on from its best point (:func:`_runs`), else it ends there.
+        the search runs once more from its best point (:func:`_runs`), else it ends there.
     """
     best: dict[str, Any] = {"zeta": np.asarray(zeta0, np.float64), "value": -np.inf,
                             "least": math.inf, "ran_away": False, "nonfinite": False,

@@ -258,14 +258,18 @@ def test_a_funnel_indefinite_where_its_stage_was_whitened_and_where_it_ended_is_
 
 def test_a_stage_that_found_no_step_where_minus_h_is_indefinite_ends_the_start(monkeypatch):
     """Without the runaway test the funnel's first stage climbs its neck until L-BFGS finds
-    no step (float32 overflows there), short of its step cap; -H is not positive definite
-    where it stopped, so no second stage runs (E2's start: 52 steps, not 89)."""
+    no step (float32 overflows there, once more after the search starts again), short of
+    its step cap; where -H is not positive definite there no second stage runs (E2's
+    start: 52 steps, not 89). Where the run from the best point got close enough to the
+    neck's centre that -H there is positive definite (with SciPy 1.13), later stages find
+    no step either, and the start is refused all the same."""
     monkeypatch.setattr(advi.laplace, "RUNAWAY", math.inf)
     searches = _recording(monkeypatch)
     fns = advi.log_density_functions(_funnel, 10)
     start = advi.laplace_start(fns, advi.MEANFIELD, jnp.ones(10), None, max_steps=1300)
     assert not start.ok
-    assert all(abs_tol == 0 for abs_tol, _ in searches)  # the first stage only
+    assert all(found.nonfinite for abs_tol, found in searches[1:])  # each met overflows
+    assert all(found.steps <= 5 for abs_tol, found in searches if abs_tol > 0)
     assert not any(found.ran_away for _, found in searches)
     assert start.steps < 1300 // 2  # it stopped short of the stage's cap
 
