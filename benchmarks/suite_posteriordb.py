@@ -31,11 +31,21 @@ The holdout (:data:`HOLDOUT`), added after the robust preset's defaults were set
 - ``gp_regr``: a Gaussian-process regression, one observed vector of 11 values;
 - ``logmesquite_logvash``: mesquite weights on log dimensions, flat priors;
 - ``sblrc_blr``: five correlated predictors at scales near 100.
+
+Three more, added to the holdout the same way (2026-11-30, later):
+
+- ``lotka_volterra``: lynx and hare pelts as Lotka-Volterra populations, an ODE (by
+  :func:`_rk4`) with lognormal errors;
+- ``one_comp_mm_elim_abs``: a pharmacokinetic ODE with Michaelis-Menten elimination, its
+  K_m and V_m weakly identified (K_m's central 99.8% spans 0.002-84);
+- ``diamonds``: a regression on 24 correlated predictors (brms's polynomial terms and
+  contrasts; 5,000 observations, its data in a gzip file: :data:`INLINE_MAX_CHARS`).
 """
 
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -45,6 +55,11 @@ import bench_accuracy as accuracy
 import numpy as np
 
 DATA = Path(__file__).resolve().parent / "suite_posteriordb.json"
+
+INLINE_MAX_CHARS = 200_000
+"""A posterior's data up to this many characters of JSON is kept in ``suite_posteriordb.json``;
+larger data (diamonds' 5,000 x 25 design, 2.3 MB) in a gzip file beside it,
+``suite_posteriordb_<name>.json.gz``, that the entry's ``data_file`` names."""
 
 
 def _flat(name: str, constraint: Any, shape: tuple[int, ...] = ()) -> Any:
@@ -331,6 +346,110 @@ def blr(X: Any, y: Any) -> None:  # noqa: N803 (Stan's data name)
     numpyro.sample("y", dist.Normal(X @ beta, sigma), obs=y)
 
 
+ODE_STEP = 0.05
+"""The step (time units) of :func:`_rk4`, which integrates the ODE models in place of Stan's
+adaptive solvers (rk45 at relative 1e-5, BDF at 1e-6): its states agree with SciPy's Radau
+(relative 1e-11) to 1e-7 relative at the reference means and to 4e-4 on the pharmacokinetic
+model where K_m is near 0.002 (its lowest 0.1%), 0.003 of the noise sd on the log scale."""
+
+
+def _rk4(rate: Callable[[Any, Any], Any], z0: Any, t0: Any, times: Any) -> Any:
+    """z at each of ``times`` (increasing, after ``t0``; the same shape on every call) of
+    dz/dt = rate(t, z), z(t0) = ``z0``: classic fourth-order Runge-Kutta by ``jax.lax.scan``,
+    each interval in equal steps of at most :data:`ODE_STEP` (their count fixed by the
+    data's times, so that the program is static)."""
+    import jax
+    import jax.numpy as jnp
+
+    gaps = np.diff(np.concatenate([[float(t0)], np.asarray(times, np.float64)]))
+    substeps = int(np.ceil(np.max(gaps) / ODE_STEP))
+
+    def interval(carry: tuple[Any, Any], t_next: Any) -> tuple[tuple[Any, Any], Any]:
+        t, z = carry
+        h = (t_next - t) / substeps
+
+        def step(z: Any, i: Any) -> tuple[Any, None]:
+            s = t + i * h
+            k1 = rate(s, z)
+            k2 = rate(s + h / 2, z + h / 2 * k1)
+            k3 = rate(s + h / 2, z + h / 2 * k2)
+            k4 = rate(s + h, z + h * k3)
+            return z + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4), None
+
+        z, _ = jax.lax.scan(step, z, jnp.arange(substeps, dtype=h.dtype))
+        return (t_next, z), z
+
+    start = jnp.asarray(t0, jnp.result_type(z0))
+    _, states = jax.lax.scan(interval, (start, z0), jnp.asarray(times, start.dtype))
+    return states
+
+
+def lotka_volterra(ts: Any, y_init: Any, y: Any) -> None:
+    """Hudson's Bay lynx and hare pelts (1900-1920) as Lotka-Volterra populations z(t):
+    du/dt = (alpha - beta v) u, dv/dt = (-gamma + delta u) v, z(0) = z_init;
+    y_init ~ lognormal(log z_init, sigma), y_t ~ lognormal(log z(t), sigma) per species;
+    alpha, gamma ~ N(1, 0.5), beta, delta ~ N(0.05, 0.05) (truncated at 0), z_init ~
+    lognormal(log 10, 1), sigma ~ lognormal(-1, 1)."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    theta = numpyro.sample("theta", dist.TruncatedNormal(
+        jnp.array([1.0, 0.05, 1.0, 0.05]), jnp.array([0.5, 0.05, 0.5, 0.05]), low=0.0
+    ).to_event(1))
+    z_init = numpyro.sample("z_init", dist.LogNormal(jnp.log(10.0), 1.0).expand([2])
+                            .to_event(1))
+    sigma = numpyro.sample("sigma", dist.LogNormal(-1.0, 1.0).expand([2]).to_event(1))
+    alpha, beta, gamma, delta = theta
+
+    def rate(_: Any, z: Any) -> Any:
+        return jnp.stack([(alpha - beta * z[1]) * z[0], (-gamma + delta * z[0]) * z[1]])
+
+    z = _rk4(rate, z_init, 0.0, ts)  # (N, 2)
+    numpyro.sample("y_init", dist.LogNormal(jnp.log(z_init), sigma).to_event(1), obs=y_init)
+    numpyro.sample("y", dist.LogNormal(jnp.log(z), sigma).to_event(2), obs=y)
+
+
+def one_comp_mm_elim_abs(t0: Any, D: Any, V: Any, times: Any, C_hat: Any  # noqa: N803
+                         ) -> None:
+    """A one-compartment pharmacokinetic model: a dose D absorbed at rate k_a into volume
+    V, eliminated by Michaelis-Menten kinetics, dC/dt = exp(-k_a t) D k_a / V - (V_m / V) C
+    / (K_m + C), C(t0) = 0; C_hat ~ lognormal(log C, sigma); k_a, K_m, V_m, sigma ~
+    half-Cauchy(1). (Stan's model sets the dose term to 0 at t = 0 alone, which leaves
+    the solution unchanged.)"""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    k_a = numpyro.sample("k_a", dist.HalfCauchy(1.0))
+    k_m = numpyro.sample("K_m", dist.HalfCauchy(1.0))
+    v_m = numpyro.sample("V_m", dist.HalfCauchy(1.0))
+    sigma = numpyro.sample("sigma", dist.HalfCauchy(1.0))
+
+    def rate(t: Any, c: Any) -> Any:
+        return jnp.exp(-k_a * t) * D * k_a / V - (v_m / V) * c / (k_m + c)
+
+    conc = _rk4(rate, jnp.zeros((), jnp.result_type(k_a)), t0, times)
+    numpyro.sample("C_hat", dist.LogNormal(jnp.log(conc), sigma), obs=C_hat)
+
+
+def diamonds(Y: Any, X: Any) -> None:  # noqa: N803 (Stan's data names)
+    """log price of 5,000 diamonds on 24 predictors (brms: carat, its polynomial terms,
+    orthogonal-polynomial contrasts of cut, colour and clarity), centred, Y ~ N(Intercept
+    + X_c b, sigma); b ~ N(0, 1), Intercept ~ t_3(8, 10), sigma ~ half-t_3(0, 10): predictors
+    correlated up to 0.99, the posterior's condition number near 1e5."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    centred = X[:, 1:] - jnp.mean(X[:, 1:], axis=0)
+    b = numpyro.sample("b", dist.Normal(0.0, 1.0).expand([centred.shape[1]]).to_event(1))
+    intercept = numpyro.sample("Intercept", dist.StudentT(3.0, 8.0, 10.0))
+    sigma = _flat("sigma", dist.constraints.positive)
+    numpyro.factor("sigma_prior", dist.StudentT(3.0, 0.0, 10.0).log_prob(sigma))
+    numpyro.sample("Y", dist.Normal(intercept + centred @ b, sigma), obs=Y)
+
+
 def _schools_quantities(draws: dict) -> np.ndarray:
     """(theta (8), mu, tau) from the latent sites (theta = mu + tau theta_trans)."""
     trans, mu, tau = (np.asarray(draws[s], np.float64) for s in ("theta_trans", "mu", "tau"))
@@ -359,6 +478,9 @@ MODELS: dict[str, tuple[Callable[..., None], Callable[[dict], np.ndarray], int]]
     "gp_regr": (gp_regr, _sites("rho", "alpha", "sigma"), 3),
     "logmesquite_logvash": (logmesquite_logvash, _sites("beta", "sigma"), 7),
     "sblrc_blr": (blr, _sites("beta", "sigma"), 6),
+    "lotka_volterra": (lotka_volterra, _sites("theta", "z_init", "sigma"), 8),
+    "one_comp_mm_elim_abs": (one_comp_mm_elim_abs, _sites("k_a", "K_m", "V_m", "sigma"), 4),
+    "diamonds": (diamonds, _sites("b", "Intercept", "sigma"), 26),
 }
 """Each posterior's model, the map from draws (a dict of site values with a leading draw
 axis) to the reference's quantities in its order, (S, D) float64, and K."""
@@ -384,13 +506,18 @@ SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
                             ("weight", "diam1", "diam2", "canopy_height", "total_height",
                              "group")),
     "sblrc_blr": ("sblrc-blr", ("X", "y")),
+    "lotka_volterra": ("hudson_lynx_hare-lotka_volterra", ("ts", "y_init", "y")),
+    "one_comp_mm_elim_abs": ("one_comp_mm_elim_abs-one_comp_mm_elim_abs",
+                             ("t0", "D", "V", "times", "C_hat")),
+    "diamonds": ("diamonds-diamonds", ("Y", "X")),
 }
 """Each posterior's name in posteriordb and the data its model takes, in order
 (``suite_posteriordb_build.py`` stores them)."""
 
 HOLDOUT = ("arK", "arma11", "kilpisjarvi", "nes2000", "hmm_drive_0",
            "eight_schools_noncentered", "kidscore_interaction", "logearn_interaction",
-           "gp_regr", "logmesquite_logvash", "sblrc_blr")
+           "gp_regr", "logmesquite_logvash", "sblrc_blr", "lotka_volterra",
+           "one_comp_mm_elim_abs", "diamonds")
 """Posteriors added after the robust preset's defaults were set (2026-11-30): none of its
 constants was chosen on them, so they test its generality afresh."""
 
@@ -400,12 +527,22 @@ def _stored() -> dict[str, Any]:
     return json.loads(DATA.read_text())["posteriors"]
 
 
+def data(name: str) -> dict[str, Any]:
+    """The stored data of posterior ``name`` (the names :data:`SOURCES` keeps, in order, to
+    JSON values), from ``suite_posteriordb.json`` or the gzip file its entry names
+    (:data:`INLINE_MAX_CHARS`)."""
+    stored = _stored()[name]
+    if "data" in stored:
+        return stored["data"]
+    return json.loads(gzip.decompress((DATA.parent / stored["data_gz"]).read_bytes()))
+
+
 def problem(name: str, make: Callable[..., Any]) -> Any:
     """The posterior ``name`` of :data:`MODELS` as ``make(model, args, quantities, mean, sd,
     dim)`` (``suite_targets``' Problem): its data as float32 arrays in the Stan data's
     order, and its reference means and sds (float64)."""
     model, quantities, dim = MODELS[name]
     stored = _stored()[name]
-    args = tuple(np.asarray(v, np.float32) for v in stored["data"].values())
+    args = tuple(np.asarray(v, np.float32) for v in data(name).values())
     return make(model, args, quantities, np.asarray(stored["mean"], np.float64),
                 np.asarray(stored["sd"], np.float64), dim)

@@ -9,12 +9,14 @@ description (``posterior_database/posteriors/<posterior>.json``), its data
 (``reference_posteriors/draws/draws/<posterior>.json.zip``: Stan's NUTS, 10 chains of
 1,000), and stores the data the NumPyro port takes (in that order) with the reference
 draws' means and standard deviations (over all chains, ddof 0, rounded to 6 decimals), in
-the draws' order of quantities. Posteriors already in the file and not named are kept.
+the draws' order of quantities (data longer than ``suite_posteriordb.INLINE_MAX_CHARS`` in
+a gzip file beside it). Posteriors already in the file and not named are kept.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import io
 import json
 import subprocess
@@ -50,6 +52,19 @@ def entry(root: Path, name: str) -> dict[str, Any]:
             "sd": [round(float(s), 6) for s in draws.std(0)]}
 
 
+def store(entry: dict[str, Any], name: str, folder: Path) -> dict[str, Any]:
+    """``entry`` as ``suite_posteriordb.json`` keeps it: where its data's JSON is longer than
+    :data:`suite_posteriordb.INLINE_MAX_CHARS`, the data written to ``folder /
+    suite_posteriordb_<name>.json.gz`` (the same bytes on every run) and named by the
+    entry's ``data_gz`` in its place."""
+    text = json.dumps(entry["data"], separators=(",", ":"))
+    if len(text) <= posteriordb.INLINE_MAX_CHARS:
+        return entry
+    path = folder / f"suite_posteriordb_{name}.json.gz"
+    path.write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
+    return {**{k: v for k, v in entry.items() if k != "data"}, "data_gz": path.name}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("posteriordb", type=Path, help="a checkout of stan-dev/posteriordb")
@@ -59,7 +74,8 @@ def main(argv: list[str] | None = None) -> None:
     commit = subprocess.run(["git", "-C", str(args.posteriordb), "rev-parse", "--short",
                              "HEAD"], capture_output=True, text=True).stdout.strip()
     for name in args.names:
-        stored["posteriors"][name] = entry(args.posteriordb, name)
+        stored["posteriors"][name] = store(entry(args.posteriordb, name), name,
+                                           posteriordb.DATA.parent)
         print(f"{name}: {stored['posteriors'][name]['posterior']} at {commit or '?'}")
     posteriordb.DATA.write_text(json.dumps(stored, separators=(",", ":")))
 
