@@ -39,7 +39,9 @@ Three more, added to the holdout the same way (2026-11-30, later):
 - ``one_comp_mm_elim_abs``: a pharmacokinetic ODE with Michaelis-Menten elimination, its
   K_m and V_m weakly identified (K_m's central 99.8% spans 0.002-84);
 - ``diamonds``: a regression on 24 correlated predictors (brms's polynomial terms and
-  contrasts; 5,000 observations, its data in a gzip file: :data:`INLINE_MAX_CHARS`).
+  contrasts; 5,000 observations, its data in a gzip file: :data:`INLINE_MAX_CHARS`);
+- ``eight_schools_centered``: the centred eight schools, a funnel, against the non-centred
+  model's reference (the same posterior).
 """
 
 from __future__ import annotations
@@ -269,6 +271,20 @@ def eight_schools_noncentered(y: Any, sigma: Any) -> None:
     numpyro.sample("y", dist.Normal(mu + tau * theta_trans, sigma), obs=y)
 
 
+def eight_schools_centered(y: Any, sigma: Any) -> None:
+    """theta_j ~ N(mu, tau), y_j ~ N(theta_j, sigma_j), mu ~ N(0, 5), tau ~ half-Cauchy(5):
+    the centred eight schools, a funnel in (theta, log tau). Its posterior over (theta, mu,
+    tau) is the non-centred model's, whose reference it shares (posteriordb has none for it:
+    Stan's NUTS diverges in the funnel)."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+    tau = numpyro.sample("tau", dist.HalfCauchy(5.0))
+    theta = numpyro.sample("theta", dist.Normal(mu, tau).expand([8]).to_event(1))
+    numpyro.sample("y", dist.Normal(theta, sigma), obs=y)
+
+
 def _garch_quantities(draws: dict) -> np.ndarray:
     """(mu, alpha0, alpha1, beta1) from the latent sites (beta1 = (1 - alpha1) u)."""
     alpha1, u = (np.asarray(draws[s], np.float64) for s in ("alpha1", "u"))
@@ -481,6 +497,7 @@ MODELS: dict[str, tuple[Callable[..., None], Callable[[dict], np.ndarray], int]]
     "lotka_volterra": (lotka_volterra, _sites("theta", "z_init", "sigma"), 8),
     "one_comp_mm_elim_abs": (one_comp_mm_elim_abs, _sites("k_a", "K_m", "V_m", "sigma"), 4),
     "diamonds": (diamonds, _sites("b", "Intercept", "sigma"), 26),
+    "eight_schools_centered": (eight_schools_centered, _sites("theta", "mu", "tau"), 10),
 }
 """Each posterior's model, the map from draws (a dict of site values with a leading draw
 axis) to the reference's quantities in its order, (S, D) float64, and K."""
@@ -510,6 +527,8 @@ SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "one_comp_mm_elim_abs": ("one_comp_mm_elim_abs-one_comp_mm_elim_abs",
                              ("t0", "D", "V", "times", "C_hat")),
     "diamonds": ("diamonds-diamonds", ("Y", "X")),
+    # the same posterior over (theta, mu, tau) as the non-centred model's, its reference
+    "eight_schools_centered": ("eight_schools-eight_schools_noncentered", ("y", "sigma")),
 }
 """Each posterior's name in posteriordb and the data its model takes, in order
 (``suite_posteriordb_build.py`` stores them)."""
@@ -517,7 +536,7 @@ SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
 HOLDOUT = ("arK", "arma11", "kilpisjarvi", "nes2000", "hmm_drive_0",
            "eight_schools_noncentered", "kidscore_interaction", "logearn_interaction",
            "gp_regr", "logmesquite_logvash", "sblrc_blr", "lotka_volterra",
-           "one_comp_mm_elim_abs", "diamonds")
+           "one_comp_mm_elim_abs", "diamonds", "eight_schools_centered")
 """Posteriors added after the robust preset's defaults were set (2026-11-30): none of its
 constants was chosen on them, so they test its generality afresh."""
 

@@ -16,14 +16,14 @@ true means and standard deviations (float64). Five sources:
   jitter (a float64 NUTS reference), and a linear trend on an uncentred predictor (years 1980-2020:
   intercept and slope correlated -0.9998), whose posterior is computed by quadrature over
   the noise sd.
-- **posteriordb's** (no extra package; ``suite_posteriordb.py``): nineteen Stan models ported
+- **posteriordb's** (no extra package; ``suite_posteriordb.py``): twenty Stan models ported
   to NumPyro, against the means and sds of their reference draws (Stan's NUTS): earnings on
   height (flat priors, data near 2e4), a child's score on the mother's IQ, a two-state
   hidden Markov model, GARCH(1,1), a two-component Gaussian mixture; and a holdout added
   after the robust preset's defaults were set (AR(5), ARMA(1,1), a temperature trend on
   the year, flat-prior regressions, a basketball HMM, the non-centred eight schools,
-  uncentred interactions, a GP regression, correlated predictors near 100, two ODE models
-  and a regression on 24 correlated predictors).
+  uncentred interactions, a GP regression, correlated predictors near 100, two ODE models,
+  a regression on 24 correlated predictors and the centred eight schools).
 - **Everyday models** (no extra package; ``suite_models.py``): eight models as a NumPyro
   user writes them (a Dirichlet-multinomial, a beta-binomial hierarchy, ordered logistic,
   Student-t and Weibull survival regressions, a wide logistic regression, a non-centred
