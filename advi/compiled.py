@@ -5,9 +5,8 @@ JAX's public AOT API (``jax.jit(f).lower(*args).compile()``, XLA's default optio
 caller's thread, so that :func:`advi.fit` can time the compilation (``compile_s``) apart from the
 fit. :meth:`CompiledADVI.setup` (the initial q and the Laplace start) then runs on the host:
 
-- ``init(rng_key) -> (keys, params, batch_key, seed)``, on the host with NumPy (nothing to
-  compile): raw keys by purpose, the initial parameters and the extra Laplace starts'
-  seed; ``begin(params) -> state``: a fresh state there;
+- ``init(rng_key) -> (keys, params, batch_key, seed)``, on the host with NumPy (no program):
+  keys by purpose, initial parameters, the extra starts' seed; ``begin(params) -> state``;
 - with the Laplace start, the log density's value and gradient, and -H by differences of it
   or by the exact Hessian compiled on first call (:func:`advi.curvature.cheaper_precision`);
 - ``chunk(state, eta, key, salt, num_steps, data[, trace_eps, steps_eps])``
@@ -55,6 +54,7 @@ from .chunk import TRACE_SALT, make_chunk, step_eps, with_elbo
 from .curvature import cheaper_precision
 from .elbo_batches import elbo_compiler, make_elbo
 from .families import Family, host_standard_normal
+from .initial import finite_params
 from .laplace import LaplaceStart, LogDensityFunctions, log_density_functions
 from .multistart import EXTRA_STARTS, StartInfo, multistart_laplace
 from .precision import log_p_spacing, start_resolution
@@ -242,18 +242,18 @@ class CompiledADVI:
 
     def setup(self, rng_key: Array, extra_starts: int = EXTRA_STARTS
               ) -> tuple[tuple[Array, Array, Array], ADVIState, StartInfo]:
-        """Keys (adapt, run, elbo), the initial state and how it was chosen (with the
-        Laplace start, L-BFGS runs here, on the host, from the initial mean and from
-        ``extra_starts`` more inits: :func:`advi.multistart.multistart_laplace`).
-
-        Args:
-            rng_key: the fit's PRNG key (a raw ``jax.random.PRNGKey``, shape (2,) uint32).
-            extra_starts: L-BFGS starts besides the one from the initial mean, >= 0.
-        """
+        """Keys (adapt, run, elbo), the initial state and how it was chosen. The initial mean
+        is drawn again where log p is not finite (:func:`advi.initial.finite_params`; not
+        minibatched, or with the Laplace start); with the Laplace start, L-BFGS runs here,
+        on the host, from it and from ``extra_starts`` (>= 0) more inits
+        (:func:`advi.multistart.multistart_laplace`). ``rng_key``: the fit's PRNG key."""
         done = self._done
         keys, params, batch_key, seed = done.init(rng_key)
-        self._drawn = (params, (batch_key, self.target.data))
         info = StartInfo(False, 0, math.nan)
+        if done.laplace is not None or self.target.num_data is None:  # (compiled for checks)
+            params = finite_params(done.value_and_grad, self.family, params,
+                                   (batch_key, self.target.data), self.options.init, int(seed))
+        self._drawn = (params, (batch_key, self.target.data))
         if done.laplace is not None:
             start, note, warn = multistart_laplace(done.laplace, self.family, params.mu,
                                                    (batch_key, self.target.data), int(seed),

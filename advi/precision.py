@@ -20,6 +20,7 @@ to the calling thread and leaves the process's global setting alone.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -161,6 +162,8 @@ def float32_shortfall(dtype: str | None, resolution_sd: float, start_ok: bool,
         return None
     if resolution_sd > RESOLUTION_SD:
         return f"float32 resolves q's mean to only {resolution_sd:.2g} sd at the start's mode"
+    if not start_ok and math.isinf(log_p_spacing_nats):
+        return "float32 gives a non-finite log p where the Laplace start's L-BFGS stopped"
     if not start_ok and log_p_spacing_nats > LOG_P_SPACING:
         return (f"float32 resolves log p to only {log_p_spacing_nats:.2g} nats where the "
                 "Laplace start's L-BFGS stopped")

@@ -3,6 +3,7 @@ normal mean on unstandardised data, in float64 where float32 cannot
 resolve it, and a float64 result stays float64 outside the fit."""
 
 import functools
+import math
 import warnings
 
 import jax
@@ -68,6 +69,7 @@ def test_a_refused_start_counts_only_within_rounding_of_a_mode():
 def test_shortfall_only_for_auto_in_float32():
     assert precision.float32_shortfall("auto", 0.5, True, 0.0) is not None
     assert "log p" in precision.float32_shortfall("auto", 0.0, False, 10.0)
+    assert "non-finite log p" in precision.float32_shortfall("auto", 0.0, False, math.inf)
     assert precision.float32_shortfall("auto", 0.0, True, 10.0) is None  # start accepted
     assert precision.float32_shortfall(None, 0.5, True, 0.0) is None
     with jax.enable_x64(True):  # already float64: nothing to promote
