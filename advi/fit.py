@@ -100,7 +100,7 @@ def fit(
             khat_samples (draws for Pareto k-hat, 0 skips); start ("init" or "laplace");
             stop ("relative_elbo" or "rhat"); precondition (scale mean steps by q's sd);
             fullrank_max_dim (largest K for family="fullrank", default 5,000);
-            laplace_starts (L-BFGS starts of the Laplace start, default 5;
+            laplace_starts (L-BFGS starts of the Laplace start, default 9;
             :mod:`advi.multistart`).
 
     Returns:

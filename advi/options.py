@@ -19,6 +19,7 @@ import numpy as np
 import optax
 
 from .families import FAMILIES, INIT_SCHEMES
+from .multistart import EXTRA_STARTS
 from .precision import DTYPES
 from .step_size import get_optimizer
 
@@ -112,7 +113,7 @@ class Options:
     stop: str = "relative_elbo"
     precondition: bool = False
     fullrank_max_dim: int = 5000
-    laplace_starts: int = 5
+    laplace_starts: int = 1 + EXTRA_STARTS
     dtype: str | None = None
 
     def __post_init__(self) -> None:
