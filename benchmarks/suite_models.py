@@ -24,12 +24,17 @@ simulates the data and runs the references again (minutes), and rewrites the fil
   effects and their sd).
 - ``stochastic_volatility``: 150 returns, log volatility an AR(1) by ``jax.lax.scan``,
   non-centred; compared on (mu, phi, s).
+- ``correlated_normal``: 100 draws of a 3-vector, its correlation matrix LKJ(2) by its
+  Cholesky factor (NumPyro's ``LKJCholesky``: the ``corr_cholesky`` constraint); compared
+  on (mu, sigma) and the three correlations (added 2026-11-30, with ``python
+  benchmarks/suite_models.py correlated_normal``, which leaves the other models' entries).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -140,6 +145,23 @@ def stochastic_volatility(y: Any) -> None:
     numpyro.sample("y", dist.Normal(0.0, jnp.exp(h / 2)), obs=y)
 
 
+def correlated_normal(y: Any) -> None:
+    import numpyro
+    import numpyro.distributions as dist
+
+    dim = y.shape[1]
+    mu = numpyro.sample("mu", dist.Normal(0.0, 5.0).expand([dim]).to_event(1))
+    sigma = numpyro.sample("sigma", dist.HalfNormal(2.0).expand([dim]).to_event(1))
+    corr_cholesky = numpyro.sample("L_corr", dist.LKJCholesky(dim, 2.0))
+    with numpyro.plate("rows", y.shape[0]):
+        numpyro.sample("y", dist.MultivariateNormal(mu, scale_tril=sigma[:, None]
+                                                    * corr_cholesky), obs=y)
+
+
+CORRELATION = np.array([[1.0, 0.6, -0.3], [0.6, 1.0, 0.2], [-0.3, 0.2, 1.0]])
+"""``correlated_normal``'s simulated correlation matrix (sds 1, 2, 0.5; means 0, 1, -1)."""
+
+
 def _simulate(name: str, rng: np.random.Generator) -> dict[str, Any]:
     """The data of model ``name`` (the model's arguments by name, in its order)."""
     if name == "dirichlet_multinomial":
@@ -164,6 +186,9 @@ def _simulate(name: str, rng: np.random.Generator) -> dict[str, Any]:
         return {"x": design.tolist(), "y": (rng.random(100) < p).astype(float).tolist()}
     if name == "poisson_glmm":
         return {"y": rng.poisson(np.exp(1.0 + 0.8 * x)).astype(float).tolist()}
+    if name == "correlated_normal":
+        cov = np.outer([1.0, 2.0, 0.5], [1.0, 2.0, 0.5]) * CORRELATION
+        return {"y": rng.multivariate_normal([0.0, 1.0, -1.0], cov, 100).tolist()}
     log_vol = np.zeros(150)
     log_vol[0] = -1.0
     for t in range(1, 150):
@@ -175,17 +200,27 @@ def _sites(*sites: str) -> Callable[[dict], np.ndarray]:
     return lambda draws: accuracy.flatten(draws, sites, axis=1)
 
 
-MODELS: dict[str, tuple[Callable[..., None], tuple[str, ...], int]] = {
-    "dirichlet_multinomial": (dirichlet_multinomial, ("theta",), 5),
-    "beta_binomial": (beta_binomial, ("phi", "kappa", "theta"), 73),
-    "ordered_logistic": (ordered_logistic, ("b", "c"), 4),
-    "student_t_regression": (student_t_regression, ("a", "b", "sigma", "nu"), 4),
-    "weibull_survival": (weibull_survival, ("k", "a", "b"), 3),
-    "logistic_regression_wide": (logistic_regression_wide, ("b",), 50),
-    "poisson_glmm": (poisson_glmm, ("mu", "s"), 102),
-    "stochastic_volatility": (stochastic_volatility, ("mu", "phi", "s"), 153),
+def _correlations(draws: dict) -> np.ndarray:
+    """(mu (3), sigma (3), R_21, R_31, R_32) from the latent sites, R = L L^T."""
+    chol = np.asarray(draws["L_corr"], np.float64)
+    corr = chol @ np.swapaxes(chol, -1, -2)
+    return np.concatenate([_sites("mu", "sigma")(draws),
+                           np.stack([corr[:, 1, 0], corr[:, 2, 0], corr[:, 2, 1]], -1)], -1)
+
+
+MODELS: dict[str, tuple[Callable[..., None], Callable[[dict], np.ndarray], int]] = {
+    "dirichlet_multinomial": (dirichlet_multinomial, _sites("theta"), 5),
+    "beta_binomial": (beta_binomial, _sites("phi", "kappa", "theta"), 73),
+    "ordered_logistic": (ordered_logistic, _sites("b", "c"), 4),
+    "student_t_regression": (student_t_regression, _sites("a", "b", "sigma", "nu"), 4),
+    "weibull_survival": (weibull_survival, _sites("k", "a", "b"), 3),
+    "logistic_regression_wide": (logistic_regression_wide, _sites("b"), 50),
+    "poisson_glmm": (poisson_glmm, _sites("mu", "s"), 102),
+    "stochastic_volatility": (stochastic_volatility, _sites("mu", "phi", "s"), 153),
+    "correlated_normal": (correlated_normal, _correlations, 9),
 }
-"""Each model, the latent sites compared (raveled in this order) and K."""
+"""Each model, the map from draws (site values with a leading draw axis) to the compared
+quantities, (S, D) float64, and K."""
 
 INTEGER_DATA = {("ordered_logistic", "y")}
 """Arguments passed as int32 (the others float32)."""
@@ -205,9 +240,9 @@ def problem(name: str, make: Callable[..., Any]) -> Any:
     """The model ``name`` of :data:`MODELS` on its stored data as ``make(model, args,
     quantities, mean, sd, dim)`` (``suite_targets``' Problem), the reference means and sds
     float64."""
-    model, sites, dim = MODELS[name]
+    model, quantities, dim = MODELS[name]
     stored = _stored()[name]
-    return make(model, _arguments(name, stored["data"]), _sites(*sites),
+    return make(model, _arguments(name, stored["data"]), quantities,
                 np.asarray(stored["mean"], np.float64), np.asarray(stored["sd"], np.float64),
                 dim)
 
@@ -223,31 +258,34 @@ def _reference(name: str, data: dict[str, Any]) -> dict[str, Any]:
     import jax
     from numpyro.infer import MCMC, NUTS
 
-    model, sites, _ = MODELS[name]
+    model, quantities, _ = MODELS[name]
     with jax.enable_x64(True):
         args = tuple(np.asarray(a, np.float64) if a.dtype == np.float32 else a
                      for a in _arguments(name, data))
         mcmc = MCMC(NUTS(model, target_accept_prob=0.95), num_warmup=5000, num_samples=5000,
                     num_chains=4, chain_method="sequential", progress_bar=False)
         mcmc.run(jax.random.PRNGKey(0), *args, extra_fields=("diverging",))
-        flat = accuracy.flatten(jax.device_get(mcmc.get_samples()), sites, axis=1)
+        flat = quantities(jax.device_get(mcmc.get_samples()))
         divergent = int(np.sum(mcmc.get_extra_fields()["diverging"]))
     return {"mean": flat.mean(0).tolist(), "sd": flat.std(0).tolist(),
             "method": f"{REFERENCE}; {divergent} divergent of 20,000"}
 
 
-def make_file(seed: int = 20261129) -> None:
-    """Simulate every model's data (NumPy's generator seeded by ``seed``, one stream per
-    model) and its reference, and write :data:`DATA`."""
-    models = {}
+def make_file(seed: int = 20261129, names: tuple[str, ...] = ()) -> None:
+    """Simulate each model's data (NumPy's generator seeded by ``seed``, one stream per
+    model, by its index in :data:`MODELS`) and its reference, and write :data:`DATA`;
+    only the models ``names`` where given (the others' entries kept as stored)."""
+    models = {} if not names else dict(json.loads(DATA.read_text())["models"])
     for index, name in enumerate(MODELS):
+        if names and name not in names:
+            continue
         data = {k: np.round(np.asarray(v, np.float64), 6).tolist()  # as stored
                 for k, v in _simulate(name, np.random.default_rng([seed, index])).items()}
         models[name] = {"data": data, **_reference(name, data)}
         print(name, models[name]["method"], flush=True)
     DATA.write_text(json.dumps({"source": __doc__.split("\n\n")[0], "seed": seed,
-                                "models": models}) + "\n")
+                                "models": {name: models[name] for name in MODELS}}) + "\n")
 
 
 if __name__ == "__main__":
-    make_file()
+    make_file(names=tuple(sys.argv[1:]))
