@@ -1,12 +1,15 @@
-"""The initial mean of q where the Laplace start searches from it: drawn again until the log
-density and its gradient are finite there.
+"""The initial mean of q, drawn again until the log density and its gradient are finite
+there (:meth:`advi.compiled.CompiledADVI.setup`, wherever the value and gradient are
+compiled anyway: with the Laplace start, or for the end-of-fit checks of a fit on all its
+data).
 
 Stan draws its random inits again, up to 100 times, until log p and its gradient are finite
 (``stan::services::util::initialize``, ``MAX_INIT_TRIES``), as NumPyro's
 ``find_valid_initial_params`` does for its samplers. Without it, an ODE whose populations
 float32 rounds to 0 at the first draw (posteriordb's Lotka-Volterra model, at one seed of
 three) gave the L-BFGS search a point with log p = -inf: it took no step and the start was
-refused, for all that a mode was there to find."""
+refused, for all that a mode was there to find; and the Stan preset raised (its initial
+ELBO not finite)."""
 
 from __future__ import annotations
 
