@@ -48,7 +48,7 @@ ABLATIONS: dict[str, tuple[list[str], str]] = {
                         "checks.NARROW_FLOOR=0.0"],
                        "no end-of-fit warning from the ELBO's gradient in q's mean or "
                        "log sds"),
-    "laplace_starts": (["laplace_starts=1"], "one L-BFGS start, not five"),
+    "laplace_starts": (["laplace_starts=1"], "one L-BFGS start, not nine"),
     "precondition": (["precondition=False"], "mean steps not scaled by q's sd"),
     "adam_b2": (["optimizer='adam'"], "Adam's b2 = 0.999 (optax's default), not 0.99"),
 }
