@@ -142,5 +142,5 @@ def test_an_ablation_runs_the_suite_with_its_setting_and_compares(tmp_path, caps
         (name, 0, ["laplace_starts=1"])]
     assert made[0]["rms_z"] < 0.5 and not made[0]["raised"]
     printed = capsys.readouterr().out
-    assert "| laplace_starts | one L-BFGS start, not five | 1 |" in printed
+    assert "| laplace_starts | one L-BFGS start, not nine | 1 |" in printed
     assert "| (none: the defaults) | - | 1 | 0.030 |" in printed
