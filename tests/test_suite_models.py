@@ -1,0 +1,56 @@
+"""The validation suite's everyday models (``benchmarks/suite_models.py``): each takes the
+data stored for it, and the ones with hand-written pieces (a summed-out change point, the
+regularised horseshoe's coefficients) compute what they say, against a direct computation."""
+
+import inspect
+
+import jax
+import numpy as np
+import pytest
+from bench_scripts import load
+from numpyro import handlers
+from numpyro.infer.util import log_density
+from scipy import stats
+
+everyday = load("suite_models")
+
+
+@pytest.mark.parametrize("name", sorted(everyday.MODELS))
+def test_each_model_takes_its_stored_data_and_has_its_reference(name):
+    """The stored data are the model's arguments, and the reference has a mean and a
+    positive sd per compared quantity (each model's fit is checked by the fast subset of
+    ``tests/test_bench_suite.py``)."""
+    model, _, _ = everyday.MODELS[name]
+    assert tuple(inspect.signature(model).parameters) == tuple(everyday.data(name))
+    _, _, _, mean, sd, _ = everyday.problem(name, lambda *parts: parts)
+    assert mean.shape == sd.shape and mean.size > 0 and np.all(sd > 0)
+
+
+def test_the_change_point_sums_the_switch_year_out():
+    """log p(y | early, late) = log mean_s prod_t Poisson(y_t | early if t < s else late),
+    s over the T years, by a loop over s (SciPy's Poisson)."""
+    y = np.array([3.0, 4.0, 2.0, 1.0, 0.0, 1.0, 2.0])
+    early, late = 2.5, 0.8
+    with jax.enable_x64(True):
+        value, _ = log_density(everyday.change_point, (y,), {},
+                               {"early": early, "late": late})
+        prior = stats.expon(scale=2.0).logpdf([early, late]).sum()
+    terms = [stats.poisson(early).logpmf(y[:s]).sum() + stats.poisson(late).logpmf(y[s:]).sum()
+             for s in range(y.size)]
+    expected = np.logaddexp.reduce(terms) - np.log(y.size) + prior
+    assert float(value) == pytest.approx(expected, rel=1e-10)
+
+
+def test_the_horseshoe_quantities_are_the_coefficients_the_model_uses():
+    """The compared beta (tau' lambda~ z, Piironen & Vehtari 2017's regularised horseshoe)
+    reproduces the mean of y in a trace of the model, and sigma is the site's."""
+    x = np.random.default_rng(0).standard_normal((everyday.HORSESHOE_ROWS, 25))
+    y = np.zeros(everyday.HORSESHOE_ROWS)
+    with jax.enable_x64(True):
+        trace = handlers.trace(handlers.seed(everyday.horseshoe_regression, 3)).get_trace(x, y)
+    draws = {s: np.asarray(v["value"])[None] for s, v in trace.items()
+             if v["type"] == "sample" and not v["is_observed"]}
+    quantities = everyday.horseshoe_quantities(draws)[0]
+    np.testing.assert_allclose(x @ quantities[:25], np.asarray(trace["y"]["fn"].loc),
+                               rtol=1e-9, atol=1e-12)
+    assert quantities[25] == draws["sigma"][0]
