@@ -20,7 +20,7 @@ from .compiled import CompiledADVI, CompileSpec
 from .driver import Clock
 from .families import get_family
 from .options import Options
-from .result import ADVIResult
+from .result import ADVIResult, Approximation
 from .step import ADVIState
 from .step_size import get_optimizer
 from .target import Target, from_numpyro
@@ -114,6 +114,14 @@ def in_float64(model: Callable | Target, model_args: tuple, model_kwargs: dict |
         compile_s, start_s = compile_s + spent.compile_s - begun.compile_s, start_s + (
             spent.wall_s - begun.start_s)
     return again._replace(compile_s=compile_s, start_s=start_s, promoted=reason)
+
+
+def float64_probes(begun: Begun, spent: ADVIResult | None) -> Array:
+    """Two draws of zeta (2, K) at which to ask :func:`advi.precision.carries_float64`:
+    from the fit ``spent`` (an :class:`ADVIError`'s ``result``), or the initial q."""
+    params = begun.state0.params if spent is None else spent.approximation.params
+    return Approximation(begun.compiled.family, params, begun.compiled.target).sample_zeta(
+        begun.keys[2], 2)
 
 
 def _target(model: Callable | Target, model_args: tuple, model_kwargs: dict | None,

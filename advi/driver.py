@@ -246,9 +246,20 @@ def drive(
     return make_result(rec.outcome(rule, params, state, converged, reason), True)
 
 
-_REMEDY = ("; remedy: fit in float64 (dtype=\"float64\": float32 overflows sooner where q's "
-           "draws reach), another start (another rng_key)")
+_FLOAT64 = "fit in float64 (dtype=\"float64\": float32 overflows sooner where q's draws reach), "
 _SIMPLER_Q = ", or a mean-field q (family=\"meanfield\")"
+
+
+def _remedy(params: Any, iteration: int, family: str) -> str:
+    """The remedy an :class:`ADVIError` of :func:`_restart` names: float64 only where the
+    fit ran in float32 (``params``' dtype)."""
+    float32 = np.dtype(jax.tree_util.tree_leaves(params)[0].dtype) != np.float64
+    if iteration == 0:
+        return ("; no eta helps at iteration 0, where the initial q's own draws fail: start "
+                "elsewhere (init='zero', another rng_key)" + (" or fit in float64" if float32
+                                                              else ""))
+    return ("; remedy: " + (_FLOAT64 if float32 else "") + "another start (another rng_key)"
+            + (_SIMPLER_Q if family == "fullrank" else ""))
 
 
 def _narrows(policy: RestartPolicy, rec: _Record, iteration: int) -> bool:
@@ -273,10 +284,7 @@ def _restart(runner: Any, rule: StoppingRule, policy: RestartPolicy, rec: _Recor
         return fresh_state(policy.narrow(start.params), runner.optimizer, start.iteration,
                            start.redraws)
     if new_eta is None:
-        remedy = ("; no eta helps at iteration 0, where the initial q's own draws fail: "
-                  "start elsewhere (init='zero', another rng_key) or fit in float64"
-                  if it == 0 else
-                  _REMEDY + (_SIMPLER_Q if runner.family.name == "fullrank" else ""))
+        remedy = _remedy(start.params, it, runner.family.name)
         raise ADVIError(
             f"{cause} at iteration {it} with eta={rec.eta:g}, {policy.limit}{remedy}; "
             f"stopping. err.result holds {rule.fallback_text} and its history.",

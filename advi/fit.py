@@ -24,7 +24,7 @@ import numpy as np
 from jax import Array
 
 from . import precision, robust, streaming
-from .begin import Begun, begin, in_float64, start_name
+from .begin import Begun, begin, float64_probes, in_float64, start_name
 from .checks import FELL_BACK_NOTE, STUCK_NOTE, end_of_fit_warnings
 from .compiled import CompiledADVI
 from .convergence import RelativeELBORule
@@ -111,7 +111,9 @@ def fit(
             latent space or a full-rank q beyond ``fullrank_max_dim`` (naming the value and
             the bytes needed), before any compilation.
         ADVIError: when the eta search fails, or when non-finite draws persist at the
-            smallest eta; ``err.result`` keeps the last finite state and its history.
+            smallest eta; ``err.result`` keeps the last finite state and its history. With
+            ``dtype="auto"`` a float32 fit that raises it runs again in float64
+            (:func:`advi.precision.float32_failure`), which raises in its turn.
 
     Non-finite draws are redrawn (at most 10 M per gradient); when that budget runs out the
     run restarts with a smaller eta from the last state whose ELBO estimate was finite,
@@ -155,7 +157,16 @@ def fit(
     doubtful = functools.partial(precision.float32_doubt, o.dtype, begun.promoted,
                                  info.nonfinite)
     # the warnings are kept unless the fit is redone
-    result, caught = _recorded(_finish_in_scope, begun, o, checkpoint, clock, progress_bar, name)
+    try:
+        result, caught = _recorded(_finish_in_scope, begun, o, checkpoint, clock, progress_bar,
+                                   name)
+    except ADVIError as err:
+        failed = precision.float32_failure(o.dtype, begun.promoted, err)
+        if failed is None or not precision.carries_float64(
+                begun.compiled.target, float64_probes(begun, err.result)):
+            raise
+        return _finish_in_scope(again(begun, failed, spent=err.result), o, checkpoint, clock,
+                                progress_bar, name)
     notes = tuple(n for n in result.warnings if not n.startswith(FELL_BACK_NOTE))
     doubt = doubtful(notes, result.redraws, bool(result.restarts), bool(info.laplace) and all(
         n.startswith(MAX_ITER_PREFIX) for n in notes))

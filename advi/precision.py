@@ -205,6 +205,18 @@ def float32_doubt(dtype: str | None, promoted: str | None, nonfinite: bool,
     return None
 
 
+def float32_failure(dtype: str | None, promoted: str | None, error: Exception) -> str | None:
+    """Why a float32 fit that raised ``error`` (:class:`advi.ADVIError`: non-finite draws
+    beyond the redraws at the smallest eta, ...) must be redone in float64, or None: only with
+    ``dtype="auto"``, where the fit ran in float32 (not already promoted). Float32 overflows
+    where float64 does not (exp of 89 against 710): on posteriordb's heteroscedastic GP
+    (``mcycle_gp-accel_gp``) a float32 fit from a random start raised at one seed of three,
+    and its float64 redo ends with a warning instead."""
+    if dtype != "auto" or promoted is not None or jnp.result_type(float) != jnp.float32:
+        return None
+    return f"the float32 fit raised: {str(error).split(';')[0]}"
+
+
 PINNED_PROBES = 2
 """Points at which :func:`carries_float64` evaluates a log density in float64."""
 

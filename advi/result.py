@@ -81,10 +81,11 @@ def _require_finite(bad: dict[str, Any], what: str, params: Any) -> None:
         return
     sites = ", ".join(f"{k!r}: {v}" for k, v in named.items())
     dtype = np.dtype(jax.tree.leaves(params)[0].dtype).name
+    float64 = "" if dtype == "float64" else "fit in float64 (dtype=\"float64\"), "
     raise ADVIError(
         f"constrained values are not finite ({sites} {what}): T^-1 overflows {dtype} at "
-        "q's draws, or q is far from the posterior; fit in float64 (dtype=\"float64\"), "
-        "standardise the data, or read q in the unconstrained space (sample_zeta)")
+        f"q's draws, or q is far from the posterior; {float64}standardise the data, or read q "
+        "in the unconstrained space (sample_zeta)")
 
 
 def _host_if_float64(tree: Any) -> Any:

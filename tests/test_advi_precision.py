@@ -151,6 +151,33 @@ def test_auto_redoes_a_doubtful_float32_fit_only_where_float64_can_change_it(mon
     assert kept.params.mu.dtype == np.float32 and "float64" not in kept.start
 
 
+def _wall_in_float32(z):
+    """In float32, log p rises to a wall of NaN at z = 1 (no mode: q is pushed into it); in
+    float64, a standard normal."""
+    if z.dtype == jnp.float32:
+        return jnp.where(z[0] < 1.0, z[0], jnp.nan)
+    return -0.5 * jnp.sum(z**2)
+
+
+def test_auto_redoes_a_float32_fit_that_raised_in_float64_and_names_why():
+    """A float32 fit that raises (non-finite draws at the smallest eta) is redone in float64
+    under ``dtype="auto"`` (``advi.precision.float32_failure``); a forced float32 fit
+    raises, naming float64 as the remedy, and a float64 fit's error does not."""
+    target = advi.from_log_density(_wall_in_float32, dim=1)
+    key = jax.random.PRNGKey(0)
+    with pytest.raises(advi.ADVIError, match="smallest eta") as err:
+        advi.fit(target, rng_key=key, preset="robust", dtype="float32", khat_samples=0)
+    assert 'fit in float64 (dtype="float64"' in str(err.value)
+    redone = advi.fit(target, rng_key=key, preset="robust", khat_samples=0)
+    assert redone.params.mu.dtype == np.float64
+    assert "float64 (the float32 fit raised: non-finite gradients" in redone.start
+    assert abs(float(redone.params.mu[0])) < 0.1 and not redone.warnings
+    wall = advi.from_log_density(lambda z: jnp.where(z[0] < 1.0, z[0], jnp.nan), dim=1)
+    with pytest.raises(advi.ADVIError, match="smallest eta") as err:
+        advi.fit(wall, rng_key=key, preset="robust", dtype="float64", khat_samples=0)
+    assert "float64" not in str(err.value).split("remedy:")[1]
+
+
 def test_a_laplace_start_reports_a_search_through_non_finite_values():
     """A search whose line search steps over a wall of -inf says so; one on a smooth
     density (accepted, or stopped after one step) does not."""
