@@ -408,6 +408,45 @@ def test_a_run_that_ends_mid_drift_returns_the_average_of_its_last_chunks():
             assert chosen == window
 
 
+def test_a_transient_after_an_accepted_start_is_discarded_as_a_random_starts():
+    """After an accepted start the window is the whole trace, but where its first chunks are
+    a transient (q's means falling 1.5 q-sds over 8 chunks, then stationary), the rule stops
+    once the trace's second half passes (16 chunks: the whole trace does not) and averages
+    that half only; a trace stationary from its start stops at its first check (8 chunks),
+    averaged over all of it."""
+    from advi.chunk import ChunkMoments
+    from advi.robust import StationarityRule
+    from advi.stationarity import split_rhat, stationary
+
+    rng = np.random.default_rng(3)
+    dim, chunk_len, sd = 20, 50, 0.5
+    for transient in (1.5, 0.0):
+        fall = transient * sd * np.clip(1 - np.arange(40) / 8, 0, None)[:, None]
+        mu = 2.0 + fall + 0.1 * sd * rng.normal(size=(40, dim))
+        omega = np.log(sd) + 0.02 * rng.normal(size=(40, dim))
+        stats = np.concatenate([mu, omega], 1) * chunk_len
+        # independent iterates: each chunk's mean varies by its iterates' sd / sqrt(50)
+        within = chunk_len * np.concatenate([np.full(dim, 0.1 * sd), np.full(dim, 0.02)])**2
+        squares = stats**2 / chunk_len + chunk_len * within
+        rule = StationarityRule(chunk_len, burn_in=False, max_iter=10**6, tol_rel_obj=0.0)
+        for j, (m, o) in enumerate(zip(mu, omega, strict=True)):
+            verdict = rule.observe(_ended_at((j + 1) * chunk_len), ChunkMoments(
+                advi.MeanFieldParams(jnp.asarray(m * chunk_len), jnp.asarray(o * chunk_len)),
+                stats[j], squares[j], -1.0))
+            if verdict.reason is not None:
+                break
+        assert verdict.reason == "rhat"
+        stop = j + 1
+        estimate = np.asarray(rule.estimate(None).mu)
+        if transient:
+            assert stop == 16
+            assert not stationary(split_rhat(stats[:16], squares[:16], chunk_len))[0]
+            np.testing.assert_allclose(estimate, mu[8:16].mean(0), rtol=1e-5)
+        else:
+            assert stop == 8
+            np.testing.assert_allclose(estimate, mu[:8].mean(0), rtol=1e-5)
+
+
 @pytest.mark.parametrize("max_iter", [60, 130])
 def test_a_fit_ending_inside_a_chunk_averages_its_last_iterates(max_iter):
     """max_iter not a multiple of eval_elbo: the last chunk is short, and the average weighs
