@@ -10,7 +10,10 @@ repository's known posteriors, the paper's E0) and each method, ``--seeds`` fits
   or raised; ``nonfinite``: some draw was not finite;
 - ``cold_s``: the first seed's wall seconds in a new process with JAX's persistent
   compilation cache off (tracing and compilation included; the model's construction and
-  imports not); the later seeds' ``wall_s`` reuse that process's compiled functions.
+  imports not); the later seeds' ``wall_s`` reuse that process's compiled functions. Each
+  row records ``jobs``, the fits run at a time: cold seconds compare only between runs
+  with the same ``jobs`` on an otherwise idle machine (on 2 cores, two at a time made
+  robust's cold seconds 1.47x its own alone at the median and NUTS's 1.06x).
 
 Methods: ``advi_stan`` and ``advi_robust`` (mean-field), ``advi_robust_fullrank`` (K <=
 200), ``svi`` (NumPyro's SVI, ``AutoNormal``, Adam at 0.01, 10,000 steps, Trace_ELBO with
@@ -169,15 +172,16 @@ def run_one(target: str, method: str, seed: int, problem: suite_targets.Problem,
 
 
 def worker(target: str, method: str, seeds: list[int], out: Path,
-           settings: list[str] | None = None) -> None:
+           settings: list[str] | None = None, jobs: int = 1) -> None:
     """Fit ``target`` by ``method`` for each seed in this process, appending each row to
     ``out`` (JSON lines) as it finishes; the first row's seconds are the cold start.
-    ``settings`` (:mod:`suite_settings`) are applied first and recorded in each row."""
+    ``settings`` (:mod:`suite_settings`) are applied first and recorded in each row, as
+    is ``jobs`` (the fits the driver runs at a time)."""
     options = suite_settings.apply(settings or [])
     problem = suite_targets.TARGETS[target].make()
     for index, seed in enumerate(seeds):
         row = run_one(target, method, seed, problem, options=options)
-        row["cold"], row["settings"] = index == 0, list(settings or [])
+        row["cold"], row["settings"], row["jobs"] = index == 0, list(settings or []), jobs
         with out.open("a") as f:
             f.write(json.dumps(row) + "\n")
         print(f"{target} / {method} / seed {seed}: rms_z {row['rms_z']:.3g}, "
@@ -213,12 +217,13 @@ def plan(targets: list[str], methods: list[str], seeds: list[int], done: list[di
 
 
 def launch(job: tuple[str, str, list[int]], out: Path, log_dir: Path,
-           settings: list[str] | None = None) -> int:
-    """Runs one job in a new process with the persistent compilation cache off."""
+           settings: list[str] | None = None, jobs: int = 1) -> int:
+    """Runs one job in a new process with the persistent compilation cache off; ``jobs``
+    (the jobs run at a time) is recorded in its rows."""
     target, method, seeds = job
     log = log_dir / f"{target.replace(' ', '_').replace('/', '_')}.{method}.log"
     command = [sys.executable, __file__, "--worker", target, method, "--out", str(out),
-               "--seeds", *map(str, seeds), "--set", *(settings or [])]
+               "--seeds", *map(str, seeds), "--jobs", str(jobs), "--set", *(settings or [])]
     with log.open("a") as f:
         return subprocess.run(command, stdout=f, stderr=subprocess.STDOUT,
                               env={**os.environ, **COLD_ENV}, check=False).returncode
@@ -251,7 +256,7 @@ def main(argv: list[str] | None = None) -> None:
         if method == "advi_robust_fullrank":  # K known only once built: skip above 200
             if suite_targets.TARGETS[target].make().dim > FULLRANK_MAX_DIM:
                 return
-        worker(target, method, args.seeds, Path(args.out), args.set)
+        worker(target, method, args.seeds, Path(args.out), args.set, args.jobs)
         return
     check_settings(args.set, args.methods, read_rows(Path(args.out) / "rows.jsonl"))
     out_dir = Path(args.out)
@@ -262,7 +267,8 @@ def main(argv: list[str] | None = None) -> None:
     jobs = plan(targets, args.methods, args.seeds, read_rows(rows_path))
     print(f"{len(jobs)} jobs ({args.jobs} at a time); rows in {rows_path}", flush=True)
     with ThreadPoolExecutor(args.jobs) as pool:
-        runs = pool.map(lambda j: launch(j, rows_path, out_dir / "logs", args.set), jobs)
+        runs = pool.map(lambda j: launch(j, rows_path, out_dir / "logs", args.set, args.jobs),
+                        jobs)
         for job, code in zip(jobs, runs, strict=True):
             if code:
                 print(f"{job[0]} / {job[1]}: the worker exited with {code} (see its log)")

@@ -110,6 +110,20 @@ def summary(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def concurrency(rows: list[dict[str, Any]]) -> str:
+    """How the cold rows were run: their ``jobs`` (fits at a time), "mixed" where they
+    differ, "unrecorded" where no row records it (rows before ``jobs`` was kept)."""
+    jobs = {r.get("jobs") for r in rows if r.get("cold")}
+    if jobs == {None}:
+        return "cold s: fits at a time unrecorded"
+    if len(jobs) == 1:
+        count = jobs.pop()
+        return f"cold s: {count} fit{'s' if count != 1 else ''} at a time"
+    known = sorted(j for j in jobs if j is not None)
+    return ("cold s: mixed runs, " + " and ".join(map(str, known)) + " fits at a time"
+            + (" and unrecorded" if None in jobs else "") + ": not comparable")
+
+
 def markdown(rows: list[dict[str, Any]], targets: dict[str, Any]) -> str:
     """Both tables, with a legend."""
     if not rows:
@@ -118,7 +132,8 @@ def markdown(rows: list[dict[str, Any]], targets: dict[str, Any]) -> str:
     return "\n".join([
         f"RMS z-error of the means (median / worst of {seeds} seeds); W n: n fits warned, "
         "E n: raised, NF n: returned non-finite draws, ! n: silently far off (> 1 sd, or "
-        f"non-finite, with no warning); counts: NUTS within {NUTS_VALID_RMS} sd.", "",
+        f"non-finite, with no warning); counts: NUTS within {NUTS_VALID_RMS} sd; "
+        f"{concurrency(rows)}.", "",
         *per_target(rows, targets), "", "Summary over the counted targets:", "",
         *summary(rows)])
 

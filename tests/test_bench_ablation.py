@@ -138,8 +138,8 @@ def test_an_ablation_runs_the_suite_with_its_setting_and_compares(tmp_path, caps
     ablation.main([str(x) for x in ("laplace_starts", "--baseline", base, "--out",
                                     tmp_path / "out")])
     made = suite.read_rows(tmp_path / "out" / "laplace_starts" / "rows.jsonl")
-    assert [(r["target"], r["seed"], r["settings"]) for r in made] == [
-        (name, 0, ["laplace_starts=1"])]
+    assert [(r["target"], r["seed"], r["settings"], r["jobs"]) for r in made] == [
+        (name, 0, ["laplace_starts=1"], 1)]
     assert made[0]["rms_z"] < 0.5 and not made[0]["raised"]
     printed = capsys.readouterr().out
     assert "| laplace_starts | one L-BFGS start, not nine | 1 |" in printed

@@ -59,6 +59,19 @@ def test_tables_count_silent_far_off_fits_and_false_alarms(tmp_path):
     assert page.read_text() == f"head\n{table.BEGIN}\nnew table\n{table.END}\ntail\n"
 
 
+def test_the_legend_says_how_many_fits_ran_at_a_time_for_the_cold_seconds():
+    def row(method, jobs, cold=True):
+        out = {"method": method, "cold": cold}
+        return out if jobs is None else {**out, "jobs": jobs}
+
+    assert table.concurrency([row("nuts", 1), row("svi", 1), row("nuts", 2, False)]) == (
+        "cold s: 1 fit at a time")
+    assert table.concurrency([row("nuts", 2)]) == "cold s: 2 fits at a time"
+    assert table.concurrency([row("nuts", None)]) == "cold s: fits at a time unrecorded"
+    assert table.concurrency([row("nuts", 2), row("svi", 1), row("svi", None)]) == (
+        "cold s: mixed runs, 1 and 2 fits at a time and unrecorded: not comparable")
+
+
 MEANFIELD_BIASED = ("GP Poisson, jitter 1e-10", "everyday poisson_glmm")
 
 
