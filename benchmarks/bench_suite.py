@@ -11,9 +11,12 @@ repository's known posteriors, the paper's E0) and each method, ``--seeds`` fits
 - ``cold_s``: the first seed's wall seconds in a new process with JAX's persistent
   compilation cache off (tracing and compilation included; the model's construction and
   imports not); the later seeds' ``wall_s`` reuse that process's compiled functions. Each
-  row records ``jobs``, the fits run at a time: cold seconds compare only between runs
-  with the same ``jobs`` on an otherwise idle machine (on 2 cores, two at a time made
-  robust's cold seconds 1.47x its own alone at the median and NUTS's 1.06x).
+  row records ``jobs``, the fits run at a time, and ``cpus``, the CPUs its process was
+  pinned to: with ``--jobs`` above 1 each process takes its share of the CPUs as the
+  workflow's fits do (``advi_repro.runners.cpus``), since unpinned, XLA's threads meet the
+  other fit's on every core (on 2 cores, two unpinned fits at a time made robust's cold
+  seconds 1.47x its own alone at the median and NUTS's 1.06x). Cold seconds compare only
+  between runs with the same ``jobs`` on an otherwise idle machine.
 
 Methods: ``advi_stan`` and ``advi_robust`` (mean-field), ``advi_robust_fullrank`` (K <=
 200), ``svi`` (NumPyro's SVI, ``AutoNormal``, Adam at 0.01, 10,000 steps, Trace_ELBO with
@@ -32,6 +35,7 @@ to ``<out>/rows.jsonl`` as they finish, so an interrupted run resumes where it s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -39,7 +43,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -176,17 +180,41 @@ def worker(target: str, method: str, seeds: list[int], out: Path,
     """Fit ``target`` by ``method`` for each seed in this process, appending each row to
     ``out`` (JSON lines) as it finishes; the first row's seconds are the cold start.
     ``settings`` (:mod:`suite_settings`) are applied first and recorded in each row, as
-    is ``jobs`` (the fits the driver runs at a time)."""
-    options = suite_settings.apply(settings or [])
-    problem = suite_targets.TARGETS[target].make()
-    for index, seed in enumerate(seeds):
-        row = run_one(target, method, seed, problem, options=options)
-        row["cold"], row["settings"], row["jobs"] = index == 0, list(settings or []), jobs
-        with out.open("a") as f:
-            f.write(json.dumps(row) + "\n")
-        print(f"{target} / {method} / seed {seed}: rms_z {row['rms_z']:.3g}, "
-              f"{row['seconds']:.1f} s{', warned' if row['warned'] else ''}"
-              f"{', raised' if row['raised'] else ''}", flush=True)
+    are ``jobs`` (the fits the driver runs at a time) and ``cpus`` (those this process was
+    pinned to where ``jobs`` > 1, a share of the usable CPUs: :func:`pinned`; else None)."""
+    with pinned(jobs, out.parent) as cpus:
+        options = suite_settings.apply(settings or [])
+        problem = suite_targets.TARGETS[target].make()
+        for index, seed in enumerate(seeds):
+            row = run_one(target, method, seed, problem, options=options)
+            row.update(cold=index == 0, settings=list(settings or []), jobs=jobs, cpus=cpus)
+            _append(out, row)
+
+
+def _append(out: Path, row: dict[str, Any]) -> None:
+    """Appends ``row`` to ``out`` and prints its line of progress."""
+    with out.open("a") as f:
+        f.write(json.dumps(row) + "\n")
+    print(f"{row['target']} / {row['method']} / seed {row['seed']}: rms_z {row['rms_z']:.3g}, "
+          f"{row['seconds']:.1f} s{', warned' if row['warned'] else ''}"
+          f"{', raised' if row['raised'] else ''}", flush=True)
+
+
+@contextlib.contextmanager
+def pinned(jobs: int, slots_dir: Path) -> Iterator[list[int] | None]:
+    """With ``jobs`` > 1, this process pinned to ``usable CPUs // jobs`` of them (at least
+    one) not held by the other workers, for the block (``advi_repro.runners.cpus``, its
+    slot file under ``slots_dir``); yields their ids, or None where nothing is pinned
+    (``jobs`` 1, or an OS without affinity calls). Call it before the first JAX
+    computation: XLA sizes its thread pools from the affinity mask then."""
+    if jobs <= 1 or not hasattr(os, "sched_getaffinity"):
+        yield None
+        return
+    from advi_repro.runners.cpus import cpu_share
+
+    cores = max(1, len(os.sched_getaffinity(0)) // jobs)
+    with cpu_share(cores, slots_dir, environ={}) as share:
+        yield None if share.cpu_ids is None else list(share.cpu_ids)
 
 
 # ----------------------------------------------------------------------------------------

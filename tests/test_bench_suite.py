@@ -4,10 +4,13 @@ silently far off or return non-finite draws (a change that does fails here)."""
 
 import json
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
-from bench_scripts import load
+from bench_scripts import BENCHMARKS, load
 
 suite = load("bench_suite")
 targets = load("suite_targets")
@@ -70,6 +73,30 @@ def test_the_legend_says_how_many_fits_ran_at_a_time_for_the_cold_seconds():
     assert table.concurrency([row("nuts", None)]) == "cold s: fits at a time unrecorded"
     assert table.concurrency([row("nuts", 2), row("svi", 1), row("svi", None)]) == (
         "cold s: mixed runs, 1 and 2 fits at a time and unrecorded: not comparable")
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no affinity calls")
+def test_workers_run_side_by_side_take_their_own_cpus(tmp_path):
+    """Two workers of a --jobs 2 run: each pinned to half the CPUs, not the same ones, and
+    given them back after; one worker alone is not pinned."""
+    usable = os.sched_getaffinity(0)
+    with suite.pinned(1, tmp_path) as alone:
+        assert alone is None and os.sched_getaffinity(0) == usable
+    child = ("import sys; sys.path.insert(0, sys.argv[1]); import bench_suite; "
+             "from pathlib import Path\n"
+             "with bench_suite.pinned(2, Path(sys.argv[2])) as cpus: print(cpus)")
+    with suite.pinned(2, tmp_path) as first:
+        assert set(first) == os.sched_getaffinity(0) <= usable
+        assert len(first) == max(1, len(usable) // 2)
+        out = subprocess.run(  # started as the driver starts it: on every usable CPU
+            [sys.executable, "-c", child, str(BENCHMARKS), str(tmp_path)],
+            preexec_fn=lambda: os.sched_setaffinity(0, usable), capture_output=True,
+            text=True, check=True).stdout
+        second = json.loads(out.strip().splitlines()[-1])
+        assert len(second) == len(first)
+        if len(usable) >= 2:  # the other worker takes CPUs this one does not hold
+            assert not set(first) & set(second)
+    assert os.sched_getaffinity(0) == usable
 
 
 MEANFIELD_BIASED = ("GP Poisson, jitter 1e-10", "everyday poisson_glmm")
