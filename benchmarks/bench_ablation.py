@@ -61,7 +61,7 @@ MOVED = 0.1
 def _robust_line(rows: list[dict[str, Any]]) -> str:
     """The robust preset's summary line of ``rows`` (with NUTS's rows for the counts)."""
     lines = [line for line in suite_table.summary(rows) if line.startswith("| advi_robust |")]
-    return lines[0] if lines else "| advi_robust | 0 | - | - | - | - | - | - |"
+    return lines[0] if lines else "| advi_robust | 0 |" + " - |" * 8
 
 
 def _target_state(rows: list[dict[str, Any]]) -> tuple[float, int, int, int]:

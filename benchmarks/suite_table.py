@@ -14,6 +14,9 @@ NUTS_VALID_RMS = 0.15
 FAR_OFF, CLOSE = 1.0, 0.5
 """A fit is far off above FAR_OFF RMS z (silent where it neither warned nor raised); a
 warning on a fit within CLOSE is a false alarm."""
+SD_FAR = math.log(2.0)
+"""A fit's sds are far off where the median |log(sd of draws / true sd)| over its
+quantities (``log_sd``) is above this: a factor of 2."""
 METHOD_ORDER = ("advi_stan", "advi_robust", "advi_robust_fullrank", "svi", "nuts")
 BEGIN, END = "<!-- suite table: begin -->", "<!-- suite table: end -->"
 
@@ -27,6 +30,12 @@ def silent(row: dict[str, Any]) -> bool:
     """Far off (RMS z > FAR_OFF, or non-finite draws) with no warning and no error."""
     off = row["rms_z"] > FAR_OFF or row["nonfinite"]
     return bool(off and not row["warned"] and not row["raised"])
+
+
+def sd_silent(row: dict[str, Any]) -> bool:
+    """Its sds far off (``log_sd`` > SD_FAR) with no warning and no error: draws whose
+    spread misstates the posterior's by more than a factor of 2, unsaid."""
+    return bool(row["log_sd"] > SD_FAR and not row["warned"] and not row["raised"])
 
 
 def false_alarm(row: dict[str, Any]) -> bool:
@@ -86,14 +95,16 @@ def per_target(rows: list[dict[str, Any]], targets: dict[str, Any]) -> list[str]
 
 def summary(rows: list[dict[str, Any]]) -> list[str]:
     """Per method over the counted targets: runs, median RMS z, silent far-off fits,
-    non-finite fits, false alarms, cold seconds against NUTS's (median and worst ratio)."""
+    non-finite fits, false alarms, median ``log_sd``, fits whose sds are silently off by
+    more than a factor of 2, cold seconds against NUTS's (median and worst ratio)."""
     counts = counted_targets(rows)
     kept = [r for r in rows if counts[r["target"]]]
     nuts_cold = {t: _cold([r for r in kept if r["target"] == t and r["method"] == "nuts"])
                  for t in counts}
     lines = ["| method | runs | median RMS z | silent > 1 sd | non-finite | raised "
-             "| false alarms (warned within 0.5 sd) | cold s / NUTS's: median, worst |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+             "| false alarms (warned within 0.5 sd) | median log sd error "
+             "| sds off > 2x, unwarned | cold s / NUTS's: median, worst |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for method in METHOD_ORDER:
         mine = [r for r in kept if r["method"] == method]
         if not mine:
@@ -106,7 +117,9 @@ def summary(rows: list[dict[str, Any]]) -> list[str]:
             f"| {method} | {len(mine)} | {_median([r['rms_z'] for r in mine]):.3f} "
             f"| {sum(silent(r) for r in mine)} | {sum(bool(r['nonfinite']) for r in mine)} "
             f"| {sum(bool(r['raised']) for r in mine)} "
-            f"| {sum(false_alarm(r) for r in mine)} of {len(mine)} | {ratio} |")
+            f"| {sum(false_alarm(r) for r in mine)} of {len(mine)} "
+            f"| {_median([r['log_sd'] for r in mine]):.2f} | {sum(sd_silent(r) for r in mine)} "
+            f"| {ratio} |")
     return lines
 
 

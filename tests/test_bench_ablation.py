@@ -113,7 +113,7 @@ def test_settings_are_refused_for_other_methods_and_mixed_outputs():
 
 def _row(target, method, seed, rms, warned=False):
     return {"target": target, "method": method, "seed": seed, "dim": 1, "rms_z": rms,
-            "warned": warned, "raised": None, "nonfinite": False, "seconds": 1.0,
+            "log_sd": 0.0, "warned": warned, "raised": None, "nonfinite": False, "seconds": 1.0,
             "cold": seed == 0}
 
 

@@ -43,18 +43,20 @@ def test_the_trend_posterior_by_quadrature_matches_a_known_sigma_limit():
 
 
 def test_tables_count_silent_far_off_fits_and_false_alarms(tmp_path):
-    def row(target, method, rms, warned=False, seed=0, seconds=1.0):
+    def row(target, method, rms, warned=False, seed=0, seconds=1.0, log_sd=0.0):
         return {"target": target, "method": method, "seed": seed, "dim": 2, "rms_z": rms,
-                "max_z": rms, "log_sd": 0.0, "nonfinite": False, "warned": warned,
+                "max_z": rms, "log_sd": log_sd, "nonfinite": False, "warned": warned,
                 "raised": None, "seconds": seconds, "cold": True}
 
     rows = [row("a", "nuts", 0.05, seconds=4.0), row("a", "advi_robust", 2.0),
-            row("a", "advi_stan", 0.1, warned=True),
+            row("a", "advi_stan", 0.1, warned=True, log_sd=1.0),
+            row("a", "svi", 0.1, log_sd=0.8), row("a", "svi", 0.1, seed=1, log_sd=0.6),
             row("b", "nuts", 0.5), row("b", "advi_robust", 3.0)]  # b: NUTS fails, not counted
     assert table.counted_targets(rows) == {"a": True, "b": False}
     lines = "\n".join(table.summary(rows))
-    assert "| advi_robust | 1 | 2.000 | 1 | 0 | 0 | 0 of 1 | 0.25, 0.25 |" in lines
-    assert "| advi_stan | 1 | 0.100 | 0 | 0 | 0 | 1 of 1 |" in lines
+    assert "| advi_robust | 1 | 2.000 | 1 | 0 | 0 | 0 of 1 | 0.00 | 0 | 0.25, 0.25 |" in lines
+    assert "| advi_stan | 1 | 0.100 | 0 | 0 | 0 | 1 of 1 | 1.00 | 0 |" in lines  # warned
+    assert "| svi | 2 | 0.100 | 0 | 0 | 0 | 0 of 2 | 0.70 | 1 |" in lines  # 2.2x and 1.8x
     page = tmp_path / "docs" / "library" / "generalisation.md"
     page.parent.mkdir(parents=True)
     page.write_text(f"head\n{table.BEGIN}\nold\n{table.END}\ntail\n")
