@@ -14,13 +14,12 @@ fit. :meth:`CompiledADVI.setup` (the initial q and the Laplace start) then runs 
   the main loop and restarts share one compilation; iteration k draws from
   ``fold_in(fold_in(key, salt), k)``, whatever the chunks. Its steps compute the gradient
   only and redraw nothing until a draw's gradient is not finite (:meth:`CompiledADVI.run`).
-  With ``moments=True`` it also returns the chunk's
-  moments of the iterates (:mod:`advi.stationarity`) and :data:`TRACE_ELBO_SAMPLES` draws
-  of q at their average, the same eps for every chunk, whose log p the host evaluates by
-  the compiled value and gradient (the ELBO there); up to ``chunk_len`` steps' eps are
-  drawn on the host too where they are few (:func:`advi.chunk.host_chunk_len`,
-  :func:`advi.chunk.step_eps`: the same for an iteration however the run is cut), so that
-  its program holds no random generator;
+  With ``moments=True`` it also returns the chunk's moments of the iterates
+  (:mod:`advi.stationarity`) and :data:`TRACE_ELBO_SAMPLES` draws of q at their average,
+  the same eps for every chunk, whose log p the host evaluates by the compiled value and
+  gradient (the ELBO there); up to ``chunk_len`` steps' eps are drawn on the host too where
+  they are few (:func:`advi.chunk.host_chunk_len`, :func:`advi.chunk.step_eps`: the same for
+  an iteration however the run is cut), so that its program holds no random generator;
 - ``elbo(params, key, salt, data)``: Stan's ``elbo_samples``-draw ELBO and log weights;
   with the stationarity stop (the robust preset), whose loop needs no ELBO, it is compiled
   on first use only (Pareto k-hat's log weights, when asked for), not with the others.
@@ -262,7 +261,8 @@ class CompiledADVI:
                              scaled=start.ok and done.laplace.precision is not None,
                              resolution=start_resolution(start),
                              log_p_spacing=log_p_spacing(start.log_p),
-                             nonfinite=start.nonfinite, log_p=start.log_p)
+                             nonfinite=start.nonfinite, log_p=start.log_p,
+                             inflation=start.inflation)
             if start.ok:
                 params = start.params
             self._refused_end = None if start.ok else np.asarray(start.params.mu)
@@ -279,6 +279,13 @@ class CompiledADVI:
         start = second_start(fns, self.family, params, self._drawn[1], refused_log_p,
                              self._refused_end)
         return None if start is None else (self._done.begin(start.params), start)
+
+    def curvature(self, zeta: np.ndarray) -> np.ndarray | None:
+        """-H at ``zeta`` (K,), (K, K) float64, by the Laplace start's ``precision`` (after
+        :meth:`setup`; None without: no Laplace start, or K above ``hessian_max_dim``)."""
+        fns = self._done.laplace
+        return None if fns is None or fns.precision is None else np.asarray(
+            fns.precision(np.asarray(zeta), self._drawn[1]), np.float64)
 
     def initial_state(self) -> ADVIState:
         """A fresh state at the initial q that :meth:`setup` drew (before any Laplace start)."""

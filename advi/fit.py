@@ -35,12 +35,8 @@ from .options import Options
 from .presets import PRESETS, resolve
 from .progress import Progress
 from .refit import ELBO_SALT
-from .result import (
-    ADVIError,
-    ADVIResult,
-    Approximation,
-    CheckpointInfo,
-)
+from .result import ADVIError, ADVIResult, Approximation, CheckpointInfo
+from .spread import SPREAD_NOTE, fitted_inflation, spread_note
 from .step import ADVIState
 from .target import Target
 from .whitening import checked_fullrank
@@ -167,7 +163,7 @@ def fit(
             raise
         return _finish_in_scope(again(begun, failed, spent=err.result), o, checkpoint, clock,
                                 progress_bar, name)
-    notes = tuple(n for n in result.warnings if not n.startswith(FELL_BACK_NOTE))
+    notes = tuple(n for n in result.warnings if not n.startswith((FELL_BACK_NOTE, SPREAD_NOTE)))
     doubt = doubtful(notes, result.redraws, bool(result.restarts), bool(info.laplace) and all(
         n.startswith(MAX_ITER_PREFIX) for n in notes))
     if doubt is None or not precision.carries_float64(
@@ -334,14 +330,19 @@ def _finish(begun: Begun, o: Options, checkpoint: Callable | None, clock: Clock,
     fell_back = (result.start if o.start == "laplace" and not bool(start_info.laplace)
                  else None)
     start_mu = None if bool(start_info.laplace) else state0.params.mu
-    return _checked(result, compiled, start_mu, fell_back, elbo_key)
+    spread = fitted_inflation(start_info.inflation, lambda: compiled.curvature(
+        np.asarray(result.approximation.params.mu)))
+    numpyro = compiled.target.numpyro
+    return _checked(result, compiled, start_mu, fell_back, elbo_key,
+                    spread_note(spread, None if numpyro is None else numpyro.unravel))
 
 
 def _checked(result: ADVIResult, compiled: CompiledADVI, start_mu: Array | None,
-             fell_back: str | None, elbo_key: Array) -> ADVIResult:
-    """``result`` with the end-of-fit checks' warnings (:mod:`advi.checks`) issued and
-    appended to ``warnings``."""
+             fell_back: str | None, elbo_key: Array, spread: str | None) -> ADVIResult:
+    """``result`` with the end-of-fit checks' warnings (:mod:`advi.checks`) and the
+    ``spread`` note (:mod:`advi.spread`) issued and appended to ``warnings``."""
     notes = end_of_fit_warnings(result, compiled, start_mu, fell_back, elbo_key)
+    notes += [spread] if spread else []
     if not notes:
         return result
     for note in notes:

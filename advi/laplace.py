@@ -78,6 +78,7 @@ from . import curvature
 from .curvature import newton_sd, times, whitening
 from .families import Family, FullRankParams, MeanFieldParams
 from .lbfgs import RUNAWAY, HostSearch, Search, find_mode, mode_search
+from .spread import sd_inflation
 
 LAPLACE_MAX_STEPS = 1300
 """L-BFGS iterations allowed for the mode by the host's search (K <= ``hessian_max_dim``),
@@ -143,6 +144,7 @@ class LaplaceStart(NamedTuple):
             where -H is not positive definite or not formed).
         nonfinite: bool, the host's search met a non-finite log p or gradient at a point
             it tried (float32 overflow, or a Cholesky factor that float32 cannot form).
+        inflation: (K,) :func:`advi.spread.sd_inflation` at an accepted mean-field start.
     """
 
     params: Any
@@ -153,6 +155,7 @@ class LaplaceStart(NamedTuple):
     log_p: float = float("nan")
     newton_sd: float = float("inf")
     nonfinite: bool = False
+    inflation: np.ndarray | None = None
 
 
 class LogDensityFunctions(NamedTuple):
@@ -394,5 +397,6 @@ def laplace_start(
         scale = np.diag(sd) if scale is None else scale
         return LaplaceStart(FullRankParams(mu, _cast(scale, dtype)), ok, steps, grad_norm, sd,
                             float(value), newton, nonfinite)
+    inflation = sd_inflation(precision) if ok and precision is not None else None
     return LaplaceStart(MeanFieldParams(mu, _cast(np.log(sd), dtype)), ok, steps, grad_norm,
-                        sd, float(value), newton, nonfinite)
+                        sd, float(value), newton, nonfinite, inflation)

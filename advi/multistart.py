@@ -91,7 +91,8 @@ class StartInfo(NamedTuple):
     start_resolution`), ``log_p_spacing`` (nats), and the :class:`advi.laplace.LaplaceStart`'s
     ``nonfinite``; ``log_p`` (nats) where the start's search ended; ``again``: the start
     is a second one: with ``laplace``, from a fit's mean (:mod:`advi.refit`); without, the
-    initial q after the fit from the Laplace start did not reach the optimum."""
+    initial q after the fit from the Laplace start did not reach the optimum; ``inflation``:
+    the start's :attr:`advi.laplace.LaplaceStart.inflation`."""
 
     laplace: bool
     steps: int
@@ -104,6 +105,7 @@ class StartInfo(NamedTuple):
     nonfinite: bool = False
     log_p: float = math.nan
     again: bool = False
+    inflation: np.ndarray | None = None
 
 
 def _mode(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any) -> Mode | None:

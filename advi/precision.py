@@ -190,7 +190,9 @@ def float32_doubt(dtype: str | None, promoted: str | None, nonfinite: bool,
 
     Each signal alone also fires on fits that float64 would not mend (E2's centred funnel
     meets overflows in its start's line searches), which end without warnings (the random
-    start's k-hat warning, :data:`advi.checks.FELL_BACK_NOTE`, is not among ``notes``): the
+    start's k-hat warning, :data:`advi.checks.FELL_BACK_NOTE`, is not among ``notes``, nor
+    the note of a mean-field q's sds, :data:`advi.spread.SPREAD_NOTE`: float32 does not
+    narrow them, and on the validation suite it sent three fits to float64): the
     warnings gate the redo, so that only a fit that float32 has plausibly spoiled pays for
     float64.
     """

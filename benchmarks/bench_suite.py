@@ -5,7 +5,8 @@ repository's known posteriors, the paper's E0) and each method, ``--seeds`` fits
 3), each scored against the target's true means and sds on the compared quantities:
 
 - ``rms_z``, ``max_z``: RMS and largest |mean of draws - true mean| / true sd;
-- ``log_sd``: the median |log(sd of draws / true sd)| over the quantities;
+- ``log_sd``, ``max_log_sd``: the median and the largest |log(sd of draws / true sd)| over
+  the quantities;
 - ``warned`` / ``raised``: the fit warned (an ``advi`` RuntimeWarning, ``result.warnings``)
   or raised; ``nonfinite``: some draw was not finite;
 - ``cold_s``: the first seed's wall seconds in a new process with JAX's persistent
@@ -62,17 +63,19 @@ COLD_ENV = {"JAX_ENABLE_COMPILATION_CACHE": "false", "ADVI_COMPILATION_CACHE": "
 
 
 def score(draws: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> dict[str, Any]:
-    """The scores of draws (S, D) against the truth (D,): rms_z, max_z, log_sd over the
-    finite draws, and whether some draw was not finite (all nan when none is finite)."""
+    """The scores of draws (S, D) against the truth (D,): rms_z, max_z, log_sd, max_log_sd
+    over the finite draws, and whether some draw was not finite (all nan when none is finite)."""
     finite = np.all(np.isfinite(draws), axis=1)
     if not np.any(finite):
-        return {"rms_z": math.nan, "max_z": math.nan, "log_sd": math.nan, "nonfinite": True}
+        return {"rms_z": math.nan, "max_z": math.nan, "log_sd": math.nan,
+                "max_log_sd": math.nan, "nonfinite": True}
     kept = draws[finite]
     z = (kept.mean(0) - mean) / sd
     with np.errstate(divide="ignore"):
         log_sd = np.abs(np.log(kept.std(0) / sd))
     return {"rms_z": float(np.sqrt(np.mean(z**2))), "max_z": float(np.max(np.abs(z))),
-            "log_sd": float(np.median(log_sd)), "nonfinite": not bool(np.all(finite))}
+            "log_sd": float(np.median(log_sd)), "max_log_sd": float(np.max(log_sd)),
+            "nonfinite": not bool(np.all(finite))}
 
 
 # ----------------------------------------------------------------------------------------

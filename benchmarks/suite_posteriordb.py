@@ -140,7 +140,7 @@ def garch11(y: Any, sigma1: Any) -> None:
     u = numpyro.sample("u", dist.Uniform(0.0, 1.0))
     beta1 = (1.0 - alpha1) * u
     numpyro.factor("beta1_flat", jnp.log1p(-alpha1))
-    first = jnp.asarray(sigma1, y.dtype)
+    first = jnp.asarray(sigma1, jnp.result_type(y, mu))
 
     def step(sigma: Any, y_prev: Any) -> tuple[Any, Any]:
         sigma = jnp.sqrt(alpha0 + alpha1 * jnp.square(y_prev - mu) + beta1 * sigma**2)

@@ -144,3 +144,18 @@ def test_an_ablation_runs_the_suite_with_its_setting_and_compares(tmp_path, caps
     printed = capsys.readouterr().out
     assert "| laplace_starts | one L-BFGS start, not nine | 1 |" in printed
     assert "| (none: the defaults) | - | 1 | 0.030 |" in printed
+
+
+def test_the_spread_note_ablation_silences_only_that_note():
+    """A mean-field fit of a ridge (a and b correlated -0.9998: marginal sds 50x the
+    conditional ones) notes its sds with the defaults and not with ``spread_note``'s."""
+    precision = jnp.array([[50.01, 50.0], [50.0, 50.01]])
+    target = advi.from_log_density(lambda z: -0.5 * z @ precision @ z, 2)
+
+    def notes():
+        return advi.fit(target, preset="robust", rng_key=jax.random.PRNGKey(0),
+                        progress_bar=False).warnings
+
+    assert any("up to 50 times" in n for n in notes())
+    with _applied("spread_note"):
+        assert not notes()

@@ -25,6 +25,9 @@ def test_score_is_the_z_error_of_the_means_and_flags_non_finite_draws():
     off = suite.score(draws, np.array([3.0, -2.0]), np.array([2.0, 0.5]))
     assert off["max_z"] == pytest.approx(1.0, abs=0.03)
     assert off["rms_z"] == pytest.approx(math.sqrt(0.5), abs=0.03)
+    narrow = suite.score(draws, np.array([1.0, -2.0]), np.array([2.0, 1.5]))  # 3x too small
+    assert narrow["max_log_sd"] == pytest.approx(math.log(3.0), abs=0.03)
+    assert narrow["log_sd"] == pytest.approx(math.log(3.0) / 2, abs=0.03)
     draws[0, 0] = np.inf
     assert suite.score(draws, np.zeros(2), np.ones(2))["nonfinite"]
 
@@ -54,9 +57,18 @@ def test_tables_count_silent_far_off_fits_and_false_alarms(tmp_path):
             row("b", "nuts", 0.5), row("b", "advi_robust", 3.0)]  # b: NUTS fails, not counted
     assert table.counted_targets(rows) == {"a": True, "b": False}
     lines = "\n".join(table.summary(rows))
-    assert "| advi_robust | 1 | 2.000 | 1 | 0 | 0 | 0 of 1 | 0.00 | 0 | 0.25, 0.25 |" in lines
-    assert "| advi_stan | 1 | 0.100 | 0 | 0 | 0 | 1 of 1 | 1.00 | 0 |" in lines  # warned
-    assert "| svi | 2 | 0.100 | 0 | 0 | 0 | 0 of 2 | 0.70 | 1 |" in lines  # 2.2x and 1.8x
+    assert "| advi_robust | 1 | 2.000 | 1 | 0 | 0 | 0 of 1 | 0.00 | 0 | 0 | 0.25, 0.25 |" in lines
+    assert "| advi_stan | 1 | 0.100 | 0 | 0 | 0 | 1 of 1 | 1.00 | 0 | 0 |" in lines  # warned
+    assert "| svi | 2 | 0.100 | 0 | 0 | 0 | 0 of 2 | 0.70 | 1 | 0 |" in lines  # 2.2x and 1.8x
+    spread = table.SPREAD_NOTE + ", ..."  # a note of the sds is no false alarm of the means
+    noted = [row("a", "nuts", 0.05, seconds=4.0),
+             {**row("a", "advi_robust", 0.1, warned=True, log_sd=1.0), "notes": [spread]},
+             {**row("a", "advi_robust", 0.1, True, seed=1, log_sd=0.5), "notes": [spread]},
+             {**row("a", "advi_robust", 0.1, True, seed=2), "notes": [spread, "max_iter"]},
+             {**row("a", "advi_robust", 0.1, True, seed=3, log_sd=0.5), "notes": [spread],
+              "max_log_sd": 1.0}]  # one quantity 2.7x off: the note is right
+    assert "| advi_robust | 4 | 0.100 | 0 | 0 | 0 | 1 of 4 | 0.50 | 0 | 2 |" in "\n".join(
+        table.summary(noted))
     page = tmp_path / "docs" / "library" / "generalisation.md"
     page.parent.mkdir(parents=True)
     page.write_text(f"head\n{table.BEGIN}\nold\n{table.END}\ntail\n")

@@ -1,0 +1,100 @@
+"""A mean-field q's sds against the posterior's: the end-of-fit note where they are far
+too small.
+
+The KL(q || p)-optimal mean-field Gaussian of a Gaussian posterior N(m, Lambda^-1) has
+variances 1 / Lambda_kk, the posterior's *conditional* variances, not its marginal ones,
+(Lambda^-1)_kk (Bishop 2006, Section 10.1.2). Their ratio is the variance inflation
+
+    VIF_k = (Lambda^-1)_kk Lambda_kk >= 1,
+
+1 for an uncorrelated coordinate, large where the coordinate is nearly a linear function
+of the others; sqrt(VIF_k) is the factor by which the posterior's marginal sd exceeds a
+mean-field q's. A fit estimates it with Lambda = -H of log p at q's mean.
+
+Two places to take -H, measured per compared quantity on the validation suite (robust
+mean-field, seed 0; benchmarks/README.md, "Mean-field's sds"):
+
+- **At the Laplace mode** (free: the start formed -H there) it predicts a correlated
+  posterior's sd errors (``diamonds``: 180 where the truth is 200; item response theory
+  8.3 against 8.9; the ill-conditioned Gaussian 45 against 47) but not a funnel's, whose
+  mode sits in its neck (the Inference Gym's eight schools: 214 where q's sds are within
+  2x; a Poisson GLMM 11.3 against 2.3).
+- **At q's mean** it predicts both (eight schools 1.5 against 2.0, the GLMM 2.6 against
+  2.8), and costs one more -H.
+
+So the mode's is a free screen and q's mean decides: a mean-field fit from an accepted
+Laplace start whose largest sqrt(VIF_k) at the mode exceeds :data:`SD_INFLATION_MAX`
+forms -H at q's mean (:meth:`advi.compiled.CompiledADVI.curvature`: 2K gradients by
+differences, or the exact Hessian already compiled), and notes its sds where the largest
+sqrt(VIF_k) there exceeds it too (:func:`fitted_inflation`, :func:`spread_note`). Nothing
+is said where no -H was formed (a refused or random start, K above ``hessian_max_dim``),
+where -H at q's mean is not positive definite, or for a full-rank q, whose covariance can
+express the correlations. Curvature that is not correlation (a banana) is not seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .curvature import whitening
+
+SD_INFLATION_MAX = 2.0
+"""A mean-field fit notes its sds where the posterior's marginal sd exceeds q's by more
+than this factor in some coordinate (sqrt(VIF) at the Laplace mode and at q's mean)."""
+
+SPREAD_NOTE = "q's sds are a mean-field q's"
+"""How the note of :func:`spread_note` begins."""
+
+NAMED_SITES = 3
+"""The note names at most this many sites, those of the largest factors."""
+
+
+def sd_inflation(precision: np.ndarray | None) -> np.ndarray | None:
+    """sqrt(((-H)^-1)_kk (-H)_kk): (K,) float64, the factor by which each marginal sd of
+    N(m, (-H)^-1) exceeds its conditional sd 1 / sqrt((-H)_kk) (module docstring), from a
+    (K, K) ``precision`` (-H; symmetrised here); None where it is None or not positive
+    definite."""
+    if precision is None:
+        return None
+    precision = 0.5 * (precision + precision.T)
+    whiten, definite = whitening(precision, precision.shape[-1])
+    if not definite:
+        return None
+    marginal = np.sum(np.asarray(whiten, np.float64) ** 2, axis=1)  # C C^T = (-H)^-1
+    return np.sqrt(np.maximum(marginal * np.diagonal(precision), 1.0))
+
+
+def fitted_inflation(at_mode: np.ndarray | None,
+                     curvature_at_mean: Callable[[], np.ndarray | None]
+                     ) -> np.ndarray | None:
+    """:func:`sd_inflation` at q's mean, (K,) float64, from ``curvature_at_mean()`` (-H
+    there, (K, K)), formed only where the mode's ``at_mode`` ((K,), or None: no note)
+    exceeds :data:`SD_INFLATION_MAX` somewhere; else None."""
+    if at_mode is None or not np.max(at_mode) > SD_INFLATION_MAX:
+        return None
+    return sd_inflation(curvature_at_mean())
+
+
+def spread_note(inflation: np.ndarray | None,
+                unravel: Callable[[Any], dict] | None = None) -> str | None:
+    """The end-of-fit note of a mean-field fit whose :func:`fitted_inflation` is
+    ``inflation`` ((K,) float64, or None: no note), where its largest entry exceeds
+    :data:`SD_INFLATION_MAX`; else None. ``unravel`` (zeta (K,) -> {site: array}, a NumPyro
+    target's layout) names the sites of the largest factors."""
+    if inflation is None or not np.max(inflation) > SD_INFLATION_MAX:
+        return None
+    wide = int(np.sum(inflation > SD_INFLATION_MAX))
+    where = f"{wide} of {inflation.size} coordinates above {SD_INFLATION_MAX:g}x"
+    if unravel is not None:
+        largest = {site: float(np.max(v)) for site, v in unravel(inflation).items()}
+        top = sorted((s for s in largest if largest[s] > SD_INFLATION_MAX),
+                     key=largest.__getitem__, reverse=True)[:NAMED_SITES]
+        where += ": " + ", ".join(f"{site} {largest[site]:.3g}x" for site in top)
+    return (f"{SPREAD_NOTE}, the posterior's conditional sds: at q's mean the posterior's "
+            f"marginal sds are up to {float(np.max(inflation)):.3g} times larger ({where}; "
+            "correlations a mean-field q cannot express), so draws and intervals "
+            "understate the uncertainty there; fit family='fullrank', or use "
+            "result.covariance('linear_response')")
