@@ -11,16 +11,13 @@ variances 1 / Lambda_kk, the posterior's *conditional* variances, not its margin
 of the others; sqrt(VIF_k) is the factor by which the posterior's marginal sd exceeds a
 mean-field q's. A fit estimates it with Lambda = -H of log p at q's mean.
 
-Two places to take -H, measured per compared quantity on the validation suite (robust
-mean-field, seed 0; benchmarks/README.md, "Mean-field's sds"):
+Where to take -H (benchmarks/README.md, "Mean-field's sds: what predicts them", per
+compared quantity on the validation suite):
 
 - **At the Laplace mode** (free: the start formed -H there) it predicts a correlated
-  posterior's sd errors (``diamonds``: 180 where the truth is 200; item response theory
-  8.3 against 8.9; the ill-conditioned Gaussian 45 against 47) but not a funnel's, whose
-  mode sits in its neck (the Inference Gym's eight schools: 214 where q's sds are within
-  2x; a Poisson GLMM 11.3 against 2.3).
-- **At q's mean** it predicts both (eight schools 1.5 against 2.0, the GLMM 2.6 against
-  2.8), and costs one more -H.
+  posterior's sd errors but not a funnel's, whose mode sits in its neck: on the Inference
+  Gym's eight schools it says 214 where q's sds are within 2x.
+- **At q's mean** it predicts both, and costs one more -H.
 
 So the mode's is a free screen and q's mean decides: a mean-field fit from an accepted
 Laplace start whose largest sqrt(VIF_k) at the mode exceeds :data:`SD_INFLATION_MAX`
