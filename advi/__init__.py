@@ -36,6 +36,7 @@ from .linear_response import LinearResponseWarning
 from .options import OPTIONS, Options
 from .presets import PRESETS
 from .result import ADVIError, ADVIResult, Approximation
+from .spread import SpreadWarning
 from .step_size import get_optimizer, scale_by_stan_step_size
 from .streaming import stream
 from .target import Target, from_log_density, from_numpyro
@@ -61,6 +62,7 @@ __all__ = [
     "OPTIONS",
     "Options",
     "PRESETS",
+    "SpreadWarning",
     "Target",
     "__version__",
     "algorithm",

@@ -42,13 +42,13 @@ Clock = Callable[[], float]
 _PACKAGE = str(Path(__file__).parent)
 
 
-def warn(message: str) -> None:
-    """A ``RuntimeWarning`` attributed to the first caller outside this package (as
+def warn(message: str, category: type[Warning] = RuntimeWarning) -> None:
+    """A warning of ``category`` attributed to the first caller outside this package (as
     pandas' ``find_stack_level`` does), whatever the depth it is raised at."""
     frame, level = inspect.currentframe(), 1
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, RuntimeWarning, stacklevel=level)
+    warnings.warn(message, category, stacklevel=level)
 
 
 class Verdict(NamedTuple):

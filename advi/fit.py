@@ -36,7 +36,7 @@ from .presets import PRESETS, resolve
 from .progress import Progress
 from .refit import ELBO_SALT
 from .result import ADVIError, ADVIResult, Approximation, CheckpointInfo
-from .spread import SPREAD_NOTE, fitted_inflation, spread_note
+from .spread import SPREAD_NOTE, SpreadWarning, fitted_inflation, spread_note
 from .step import ADVIState
 from .target import Target
 from .whitening import checked_fullrank
@@ -346,7 +346,7 @@ def _checked(result: ADVIResult, compiled: CompiledADVI, start_mu: Array | None,
     if not notes:
         return result
     for note in notes:
-        warn(note)
+        warn(note, SpreadWarning if note == spread else RuntimeWarning)
     return dataclasses.replace(result, warnings=(*result.warnings, *notes))
 
 

@@ -42,6 +42,12 @@ SD_INFLATION_MAX = 2.0
 """A mean-field fit notes its sds where the posterior's marginal sd exceeds q's by more
 than this factor in some coordinate (sqrt(VIF) at the Laplace mode and at q's mean)."""
 
+class SpreadWarning(RuntimeWarning):
+    """A mean-field fit's sds are far smaller than the posterior's (:func:`spread_note`);
+    its means are not at issue. Silence it alone with
+    ``warnings.filterwarnings("ignore", category=advi.SpreadWarning)``."""
+
+
 SPREAD_NOTE = "q's sds are a mean-field q's"
 """How the note of :func:`spread_note` begins."""
 

@@ -1,6 +1,8 @@
 """advi.spread: a mean-field q's sds against the posterior's marginal ones, and the note of
 a fit whose sds are far too small."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -82,7 +84,7 @@ def test_a_mean_field_fit_of_a_ridge_says_its_sds_are_too_small():
     covariance = np.linalg.inv(precision)
     mean = covariance @ np.full(2, float(np.sum(y)))
     key = jax.random.PRNGKey(0)
-    with pytest.warns(RuntimeWarning, match="q's sds are a mean-field q's"):
+    with pytest.warns(advi.SpreadWarning, match=SPREAD_NOTE):
         fit = advi.fit(_sum_of_two, y, rng_key=key, preset="robust", progress_bar=False)
     notes = [n for n in fit.warnings if n.startswith(SPREAD_NOTE)]
     assert len(notes) == 1 and "up to 50 times" in notes[0], fit.warnings
@@ -95,6 +97,20 @@ def test_a_mean_field_fit_of_a_ridge_says_its_sds_are_too_small():
     full = advi.fit(_sum_of_two, y, rng_key=key, preset="robust", family="fullrank",
                     progress_bar=False)
     assert not any(n.startswith(SPREAD_NOTE) for n in full.warnings), full.warnings
+
+
+def test_the_note_is_its_own_warning_category():
+    """Silenced alone by its category, the note still lands in ``result.warnings``, and
+    no other warning is issued on the ridge."""
+    precision = jnp.array([[50.01, 50.0], [50.0, 50.01]])
+    target = advi.from_log_density(lambda z: -0.5 * z @ precision @ z, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", category=advi.SpreadWarning)
+        fit = advi.fit(target, preset="robust", rng_key=jax.random.PRNGKey(0),
+                       progress_bar=False)
+    assert len(fit.warnings) == 1 and fit.warnings[0].startswith(SPREAD_NOTE)
+    assert issubclass(advi.SpreadWarning, RuntimeWarning)  # caught where RuntimeWarnings are
 
 
 def test_an_uncorrelated_posterior_gets_no_note():
