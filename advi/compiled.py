@@ -208,10 +208,7 @@ class CompiledADVI:
     compiled on construction (:func:`_compile_all`, in the caller's JAX context) or taken
     from the in-process cache (``cache_hit``). The start (:meth:`setup`) runs on the host
     with compiled functions and NumPy arrays only: it traces and dispatches nothing.
-
-    Raises:
-        whatever tracing the model raises, on construction.
-    """
+    Construction raises whatever tracing the model raises."""
 
     def __init__(self, target: Target, options: CompileSpec, optimizer: optax.GradientTransformation
                  ) -> None:
@@ -297,16 +294,15 @@ class CompiledADVI:
         the state, or ``(state, advi.chunk.ChunkMoments)`` when compiled with moments.
 
         The steps compute the gradient only and redraw nothing (no loop inside a step,
-        which a GPU runs about twice as fast). A chunk in which a draw's gradient is not
-        finite is run again from ``state`` with steps that redraw such draws (up to
-        ``10 * M``, as Stan), the same draws otherwise, and later chunks redraw too. A chunk
-        at whose end log p is not finite at one of :data:`TRACE_ELBO_SAMPLES` draws from q
-        (the final q, or q at the chunk's average) is run again with steps that also redraw
-        non-finite values (``VALUES_CHECKED``), as are later chunks; these functions are
-        compiled on first need (:attr:`lazy_compile_s`). Where the fit's first step fails
-        and the caller narrows q then (``narrowable``, :class:`advi.driver.RestartPolicy`),
-        the failed state returns at once. A ``trial`` (Stan's eta search) switches nothing:
-        a trial eta that sends q where the log density overflows is rejected by its ELBO."""
+        which a GPU runs about twice as fast). A chunk with a non-finite draw's gradient
+        runs again from ``state`` with steps that redraw such draws (up to ``10 * M``, as
+        Stan), as do later chunks. A chunk at whose end log p is not finite at one of
+        :data:`TRACE_ELBO_SAMPLES` draws from q (final, or at the chunk's average) runs
+        again with steps that also redraw non-finite values (``VALUES_CHECKED``), as do
+        later chunks; these compile on first need (:attr:`lazy_compile_s`). Where the first
+        step fails and the caller narrows q (``narrowable``,
+        :class:`advi.driver.RestartPolicy`), the failed state returns at once. A ``trial``
+        (Stan's eta search) switches nothing: its ELBO rejects an eta that overflows."""
         if self.options.moments and trial:  # the eta search: the state, chunk by chunk
             rows = self.options.chunk_len or num_steps
             for begun in range(0, num_steps, rows):
@@ -343,10 +339,9 @@ class CompiledADVI:
 
     def _host_eps(self, key: Array, salt: int, state: ADVIState, num_steps: int
                   ) -> tuple[np.ndarray, ...]:
-        """With moments, the chunk's draws made on the host: its end draws' eps
-        (TRACE_ELBO_SAMPLES, K) from ``key`` (:func:`advi.families.host_standard_normal`:
-        the same for every chunk so keyed, and kept for the next chunk) and, where
-        ``chunk_len`` is set, its steps' (:func:`advi.chunk.step_eps`); without, ()."""
+        """With moments, the chunk's host draws: its end draws' eps (TRACE_ELBO_SAMPLES, K)
+        from ``key`` (:func:`advi.families.host_standard_normal`, kept while the key is
+        the same) and, with ``chunk_len``, its steps' (:func:`advi.chunk.step_eps`); else ()."""
         o = self.options
         if not o.moments:
             return ()
@@ -375,8 +370,8 @@ class CompiledADVI:
         return (state, moments), finite
 
     def use_clock(self, clock: Callable[[], float]) -> None:
-        """Time the functions compiled on first need (the redrawing and checking chunks, the
-        robust preset's ELBO, the Laplace start's Hessian) on ``clock``, the fit's."""
+        """Time the functions compiled on first need (redrawing chunks, the ELBO, -H) on
+        ``clock``, the fit's."""
         for lazy in self._lazies:
             lazy.clock = clock
 
@@ -386,17 +381,15 @@ class CompiledADVI:
         return sum(lazy.seconds for lazy in self._lazies)
 
     def gradient_check(self, params: Any, rng_key: Array, salt: int = CHECK_SALT) -> Any:
-        """:func:`advi.checks.scaled_gradients` at ``params`` (its draws seeded by
-        ``rng_key`` and ``salt``), by the Laplace start's value and gradient (without that
-        start, compiled on the first call and kept)."""
+        """:func:`advi.checks.scaled_gradients` at ``params`` (draws from ``rng_key`` and
+        ``salt``) by the Laplace start's value and gradient (else compiled on first call)."""
         return scaled_gradients(self._done.value_and_grad, params,
                                 rng_key, (rng_key, self.target.data), salt)
 
     def elbo(self, params: Any, key: Array, salt: int, trial: bool = False
              ) -> tuple[float, np.ndarray]:
-        """The ELBO (``-inf`` where non-finite draws exhausted the budget) and log weights.
-        Where a draw's log density was not finite, later chunks check every draw's value
-        (as :meth:`run`; not after a ``trial``)."""
+        """The ELBO (``-inf`` where non-finite draws exhausted the budget) and log weights;
+        a non-finite log density makes later chunks check every draw (not after a trial)."""
         est = self._done.elbo(params, key, np.asarray(salt, np.int32), self.target.data)
         if int(est.redraws) and not (self.level == VALUES_CHECKED or trial):
             self.level = VALUES_CHECKED

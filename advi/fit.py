@@ -332,9 +332,8 @@ def _finish(begun: Begun, o: Options, checkpoint: Callable | None, clock: Clock,
     start_mu = None if bool(start_info.laplace) else state0.params.mu
     spread = fitted_inflation(start_info.inflation, lambda: compiled.curvature(
         np.asarray(result.approximation.params.mu)))
-    numpyro = compiled.target.numpyro
     return _checked(result, compiled, start_mu, fell_back, elbo_key,
-                    spread_note(spread, None if numpyro is None else numpyro.unravel))
+                    spread_note(spread, getattr(compiled.target.numpyro, "unravel", None)))
 
 
 def _checked(result: ADVIResult, compiled: CompiledADVI, start_mu: Array | None,

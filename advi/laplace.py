@@ -133,8 +133,7 @@ class LaplaceStart(NamedTuple):
     """What :func:`laplace_start` returns.
 
     Attributes:
-        params: the family's parameters at the start (valid only where ``ok``), NumPy arrays
-            on the host in the dtype of ``zeta0``.
+        params: the family's parameters (valid where ``ok``), host arrays of zeta0's dtype.
         ok: bool, True when the mode was found and its curvature is usable.
         steps: int, L-BFGS iterations used.
         grad_norm: float, ||grad log p|| at the returned point.
@@ -397,6 +396,5 @@ def laplace_start(
         scale = np.diag(sd) if scale is None else scale
         return LaplaceStart(FullRankParams(mu, _cast(scale, dtype)), ok, steps, grad_norm, sd,
                             float(value), newton, nonfinite)
-    inflation = sd_inflation(precision) if ok and precision is not None else None
-    return LaplaceStart(MeanFieldParams(mu, _cast(np.log(sd), dtype)), ok, steps, grad_norm,
-                        sd, float(value), newton, nonfinite, inflation)
+    return LaplaceStart(MeanFieldParams(mu, _cast(np.log(sd), dtype)), ok, steps, grad_norm, sd,
+                        float(value), newton, nonfinite, sd_inflation(precision) if ok else None)
