@@ -65,16 +65,18 @@ def times(whiten: np.ndarray, u: np.ndarray, transpose: bool = False) -> np.ndar
     return ((whiten.T if transpose else whiten) @ u) if whiten.ndim == 2 else whiten * u
 
 
-def newton_sd(precision: np.ndarray, grad: np.ndarray) -> tuple[bool, np.ndarray]:
-    """Whether ``precision`` (-H, (K, K)) is positive definite, and the Newton step
-    |((-H)^-1 grad)_k| in Laplace sds sqrt((-H)^-1_kk), (K,) float64 (inf where -H is not
-    positive definite); ``grad`` (K,) is log p's gradient."""
+def newton_sd(precision: np.ndarray, grad: np.ndarray
+              ) -> tuple[bool, np.ndarray, np.ndarray]:
+    """Whether ``precision`` (-H, (K, K)) is positive definite, the Newton step
+    |((-H)^-1 grad)_k| in Laplace sds, and those sds sqrt((-H)^-1_kk), both (K,) float64
+    (inf where -H is not positive definite); ``grad`` (K,) is log p's gradient."""
     whiten, definite = whitening(precision, grad.size)
     if not definite:
-        return False, np.full(grad.shape, np.inf)
+        return False, np.full(grad.shape, np.inf), np.full(grad.shape, np.inf)
     cov = whiten @ whiten.T
+    marginal = np.sqrt(np.diagonal(cov))
     with np.errstate(all="ignore"):
-        return True, np.abs(cov @ grad) / np.sqrt(np.diagonal(cov))
+        return True, np.abs(cov @ grad) / marginal, marginal
 
 
 def central_differences(grad: Callable[[np.ndarray], Any], zeta: np.ndarray,

@@ -78,7 +78,7 @@ from . import curvature
 from .curvature import newton_sd, times, whitening
 from .families import Family, FullRankParams, MeanFieldParams
 from .lbfgs import RUNAWAY, HostSearch, Search, find_mode, mode_search
-from .spread import sd_inflation
+from .spread import inflation
 
 LAPLACE_MAX_STEPS = 1300
 """L-BFGS iterations allowed for the mode by the host's search (K <= ``hessian_max_dim``),
@@ -143,7 +143,7 @@ class LaplaceStart(NamedTuple):
             where -H is not positive definite or not formed).
         nonfinite: bool, the host's search met a non-finite log p or gradient at a point
             it tried (float32 overflow, or a Cholesky factor that float32 cannot form).
-        inflation: (K,) :func:`advi.spread.sd_inflation` at an accepted mean-field start.
+        inflation: (K,) :func:`advi.spread.inflation` at an accepted mean-field start.
     """
 
     params: Any
@@ -274,7 +274,7 @@ def _another_stage(fns: LogDensityFunctions, zeta: np.ndarray, precision: np.nda
     if not ended or precision is None or left <= 0 or (
             stage >= LAPLACE_STAGES + LAPLACE_EXTRA_STAGES):
         return False
-    definite, steps_sd = newton_sd(precision, np.asarray(
+    definite, steps_sd, _ = newton_sd(precision, np.asarray(
         fns.value_and_grad(_cast(zeta, dtype), data)[1], np.float64))
     return not (definite and float(np.max(steps_sd)) < MODE_SD_TOL)
 
@@ -375,17 +375,17 @@ def laplace_start(
     value, grad = (np.asarray(a, np.float64)
                    for a in fns.value_and_grad(_cast(mode, dtype), data))
     grad_norm, dim = float(np.linalg.norm(grad)), mode.shape[-1]
-    sd, scale, newton = np.ones(dim), None, np.inf  # scale: full-rank q's Cholesky factor
+    sd, scale, newton, spread = np.ones(dim), None, np.inf, None  # scale: full-rank's factor
     if precision is None:
         ok = bool(np.all(np.isfinite(grad)) and np.isfinite(value) and not refused and (
             reached or grad_norm <= GRAD_RTOL * max(1.0, abs(float(value)))))
         if ok:
             sd = np.full(dim, common)
     else:
-        definite, steps_sd = newton_sd(precision, grad)
+        definite, steps_sd, marginal = newton_sd(precision, grad)
         newton = float(np.max(steps_sd)) if np.all(np.isfinite(steps_sd)) else np.inf
         ok = definite and newton < MODE_SD_TOL
-        diag = np.diagonal(precision)
+        diag, spread = np.diagonal(precision), inflation(marginal, precision) if ok else None
         sd = 1 / np.sqrt(np.where(np.isfinite(diag) & (diag > 0), diag, 1.0))
         if definite and family.name == "fullrank":
             whiten, _ = whitening(precision, dim)
@@ -397,4 +397,4 @@ def laplace_start(
         return LaplaceStart(FullRankParams(mu, _cast(scale, dtype)), ok, steps, grad_norm, sd,
                             float(value), newton, nonfinite)
     return LaplaceStart(MeanFieldParams(mu, _cast(np.log(sd), dtype)), ok, steps, grad_norm, sd,
-                        float(value), newton, nonfinite, sd_inflation(precision) if ok else None)
+                        float(value), newton, nonfinite, spread)

@@ -55,6 +55,12 @@ NAMED_SITES = 3
 """The note names at most this many sites, those of the largest factors."""
 
 
+def inflation(marginal_sd: np.ndarray, precision: np.ndarray) -> np.ndarray:
+    """sqrt(VIF_k), (K,) float64: ``marginal_sd`` (K,), sqrt(((-H)^-1)_kk), over the
+    conditional sd 1 / sqrt((-H)_kk) of ``precision`` (-H, (K, K)); at least 1."""
+    return np.sqrt(np.maximum(np.square(marginal_sd) * np.diagonal(precision), 1.0))
+
+
 def sd_inflation(precision: np.ndarray | None) -> np.ndarray | None:
     """sqrt(((-H)^-1)_kk (-H)_kk): (K,) float64, the factor by which each marginal sd of
     N(m, (-H)^-1) exceeds its conditional sd 1 / sqrt((-H)_kk) (module docstring), from a
@@ -67,7 +73,7 @@ def sd_inflation(precision: np.ndarray | None) -> np.ndarray | None:
     if not definite:
         return None
     marginal = np.sum(np.asarray(whiten, np.float64) ** 2, axis=1)  # C C^T = (-H)^-1
-    return np.sqrt(np.maximum(marginal * np.diagonal(precision), 1.0))
+    return inflation(np.sqrt(marginal), precision)
 
 
 def fitted_inflation(at_mode: np.ndarray | None,

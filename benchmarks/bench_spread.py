@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 import suite_targets
 
-FAR = 2.0
+from advi.spread import SD_INFLATION_MAX as FAR
+
 NUM_DRAWS = 4000
 
 
@@ -53,13 +54,14 @@ def predicted(problem: suite_targets.Problem, target: Any, center: np.ndarray,
     ``center``) is not positive definite."""
     import jax
 
+    from advi.curvature import whitening
     from advi.spread import sd_inflation
 
     vif = sd_inflation(precision)
     if vif is None:
         return None
     eps = np.random.default_rng(0).standard_normal((NUM_DRAWS, center.size))
-    chol = np.linalg.cholesky(np.linalg.inv(0.5 * (precision + precision.T)))
+    chol = whitening(0.5 * (precision + precision.T), center.size)[0]  # C C^T = (-H)^-1
 
     def sd(zeta: np.ndarray) -> np.ndarray:
         return problem.quantities(jax.device_get(jax.vmap(target.constrain)(zeta))).std(0)
