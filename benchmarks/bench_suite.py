@@ -85,13 +85,17 @@ def score(draws: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> dict[str, Any]
 
 class Fit(NamedTuple):
     """A method's fit: constrained draws (dict of (S, ...) arrays), its warnings, its wall
-    seconds (the fit alone: not its draws or k-hat), and for ADVI its start and k-hat."""
+    seconds (the fit alone: not its draws or k-hat), and for ADVI its start, k-hat, why it
+    stopped (``ADVIResult.convergence_reason``) and split R-hat (95%) there (the robust
+    preset's; None for the Stan preset's)."""
 
     draws: dict
     notes: list[str]
     seconds: float
     start: str | None = None
     khat: float | None = None
+    stop: str | None = None
+    rhat: float | None = None
 
 
 Clock = Callable[[], float]
@@ -113,9 +117,10 @@ def _advi(problem: suite_targets.Problem, seed: int, clock: Clock, **options: An
         str(w.message) for w in caught
         if issubclass(w.category, RuntimeWarning) and f"{os.sep}advi{os.sep}" in w.filename
         and str(w.message) not in result.warnings]
-    khat = result.pareto_khat
+    khat, rhat = result.pareto_khat, result.elbo_history.max_rhat
     return Fit(jax.device_get(draws), notes, seconds, result.start,
-               None if khat is None else float(khat))
+               None if khat is None else float(khat), result.convergence_reason,
+               None if rhat is None or not len(rhat) else float(rhat[-1]))
 
 
 def _svi(problem: suite_targets.Problem, seed: int, clock: Clock, **_: Any) -> Fit:
@@ -172,7 +177,8 @@ def run_one(target: str, method: str, seed: int, problem: suite_targets.Problem,
         row.update(seconds=clock() - begun, raised=f"{type(err).__name__}: {str(err)[:200]}",
                    rms_z=math.nan, max_z=math.nan, log_sd=math.nan, nonfinite=False)
         return row
-    row.update(seconds=fit.seconds, start=fit.start, khat=fit.khat)
+    row.update(seconds=fit.seconds, start=fit.start, khat=fit.khat, stop=fit.stop,
+               rhat=fit.rhat)
     row.update(score(problem.quantities(fit.draws), problem.mean, problem.sd))
     row.update(warned=bool(fit.notes), notes=[n[:200] for n in fit.notes])
     return row

@@ -49,6 +49,10 @@ of them; no default changed after):
   the 100 true values latent and centred on a normal population.
 - ``softmax_regression``: 200 rows, 3 classes on 4 predictors, the first class the
   reference (10 coefficients).
+
+A second holdout of seven, added 2026-12-01 in the same way, is written in
+:mod:`suite_holdout` and registered here (``python benchmarks/suite_models.py NAME ...``
+computes the named models' entries).
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from typing import Any
 
 import bench_accuracy as accuracy
 import numpy as np
+import suite_holdout
 
 DATA = Path(__file__).resolve().parent / "suite_models.json"
 REFERENCE = "NumPyro NUTS float64, 4 x 5,000 draws (5,000 warm-up), target_accept 0.95"
@@ -286,6 +291,8 @@ CORRELATION = np.array([[1.0, 0.6, -0.3], [0.6, 1.0, 0.2], [-0.3, 0.2, 1.0]])
 
 def _simulate(name: str, rng: np.random.Generator) -> dict[str, Any]:
     """The data of model ``name`` (the model's arguments by name, in its order)."""
+    if name in suite_holdout.MODELS:
+        return suite_holdout.simulate(name, rng)
     if name == "dirichlet_multinomial":
         return {"counts": [0.0, 1.0, 5.0, 30.0, 60.0, 4.0]}
     if name == "beta_binomial":
@@ -399,15 +406,17 @@ MODELS: dict[str, tuple[Callable[..., None], Callable[[dict], np.ndarray], int]]
     "change_point": (change_point, _sites("early", "late"), 2),
     "errors_in_variables": (errors_in_variables, _sites("mu_x", "s_x", "a", "b", "sigma"), 105),
     "softmax_regression": (softmax_regression, _sites("a", "b"), 10),
+    **suite_holdout.MODELS,
 }
 """Each model, the map from draws (site values with a leading draw axis) to the compared
-quantities, (S, D) float64, and K."""
+quantities, (S, D) float64, and K; the second holdout's from :mod:`suite_holdout`."""
 
 HOLDOUT = ("horseshoe_regression", "zero_inflated_poisson", "gaussian_mixture",
            "logistic_separation", "change_point", "errors_in_variables", "softmax_regression")
 """The models added as a holdout on 2026-11-30 (module docstring)."""
 
-INTEGER_DATA = {("ordered_logistic", "y"), ("softmax_regression", "y")}
+INTEGER_DATA = {("ordered_logistic", "y"), ("softmax_regression", "y"),
+                *suite_holdout.INTEGER_DATA}
 """Arguments passed as int32 (the others float32)."""
 
 

@@ -54,3 +54,37 @@ def test_the_horseshoe_quantities_are_the_coefficients_the_model_uses():
     np.testing.assert_allclose(x @ quantities[:25], np.asarray(trace["y"]["fn"].loc),
                                rtol=1e-9, atol=1e-12)
     assert quantities[25] == draws["sigma"][0]
+
+
+def test_the_spline_quantities_are_the_weights_the_model_uses():
+    """The compared w (w0 plus tau times the cumulated steps) reproduces the mean of y in a
+    trace of the model, and tau and sigma are the sites'."""
+    holdout = load("suite_holdout")
+    basis = holdout.bumps(np.linspace(0.0, 10.0, 30))
+    with jax.enable_x64(True):
+        trace = handlers.trace(handlers.seed(holdout.spline_random_walk, 4)).get_trace(
+            basis, np.zeros(30))
+    draws = {s: np.asarray(v["value"])[None] for s, v in trace.items()
+             if v["type"] == "sample" and not v["is_observed"]}
+    quantities = holdout.spline_quantities(draws)[0]
+    np.testing.assert_allclose(basis @ quantities[:holdout.BUMPS],
+                               np.asarray(trace["y"]["fn"].loc), rtol=1e-9, atol=1e-12)
+    assert tuple(quantities[holdout.BUMPS:]) == (draws["tau"][0], draws["sigma"][0])
+
+
+def test_the_varying_slopes_quantities_are_the_correlation_and_effects_the_model_uses():
+    """The compared correlation is the group effects' covariance's, and the effects are
+    the ones in y's mean, group-major."""
+    holdout = load("suite_holdout")
+    group, x = np.repeat(np.arange(5), 3), np.linspace(-1.0, 1.0, 15)
+    with jax.enable_x64(True):
+        trace = handlers.trace(handlers.seed(holdout.varying_slopes, 5)).get_trace(
+            group, x, np.zeros(15))
+    draws = {s: np.asarray(v["value"])[None] for s, v in trace.items()
+             if v["type"] == "sample" and not v["is_observed"]}
+    quantities = holdout.varying_slopes_quantities(draws)[0]
+    cov = np.asarray(trace["ab"]["fn"].base_dist.covariance_matrix)
+    assert quantities[5] == pytest.approx(cov[0, 1] / np.sqrt(cov[0, 0] * cov[1, 1]))
+    ab = quantities[6:].reshape(5, 2)
+    np.testing.assert_allclose(ab[group, 0] + ab[group, 1] * x,
+                               np.asarray(trace["y"]["fn"].loc), rtol=1e-9)
