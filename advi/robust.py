@@ -23,12 +23,15 @@ below ``tol_rel_obj`` of its size with 95% confidence (:func:`advi.stationarity.
 a test whose power does not fall with K, where R-hat's 2K quantities of a 25,000-dimensional
 factorisation keep drifting long after its predictions have settled); either way it returns
 the average of the iterates over the window, or over its last chunks where they still
-drift (:func:`advi.stationarity.averaging_chunks`). Where the ELBO settled while q's means
-still travel (a median over them of more than :data:`advi.stationarity.TRAVEL_SD` of q's
-sds over the window: a crawl along a ridge), the fit warns. Non-finite draws beyond the redraw
-budget restart the run from the current average with eta / 10, and a fresh trace whose first
-half is discarded. :class:`StationarityRule` is this stopping rule, run by
-:func:`advi.driver.drive`; :data:`POLICY` its restart policy.
+drift (:func:`advi.stationarity.averaging_chunks`). After an accepted start whose window
+is still the whole trace, the ELBO's test waits while split R-hat is above
+:data:`advi.stationarity.SETTLED_RHAT_MAX` (q still leaving the mode). Where the ELBO
+settled while q's means still travel (a median over them of more than
+:data:`advi.stationarity.TRAVEL_SD` of q's sds over the window: a crawl along a ridge),
+the fit warns. Non-finite draws beyond the redraw budget restart the run from the current
+average with eta / 10, and a fresh trace whose first half is discarded.
+:class:`StationarityRule` is this stopping rule, run by :func:`advi.driver.drive`;
+:data:`POLICY` its restart policy.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from .families import narrowed
 from .stationarity import (
     MIN_WINDOW_CHUNKS,
     RHAT_SPLITS,
+    SETTLED_RHAT_MAX,
     TRAVEL_SD,
     averaging_chunks,
     elbo_gain,
@@ -244,7 +248,8 @@ class StationarityRule:
         converged, rhat = self.trace.rhat(self.chunk_len)
         if converged:
             return "rhat", None, rhat
-        if settled(*self.trace.gain(), self.tol_rel_obj):
+        held = not self.trace.burn_in and rhat > SETTLED_RHAT_MAX  # q still leaves the mode
+        if not held and settled(*self.trace.gain(), self.tol_rel_obj):
             return "elbo settled", self.trace.crawling(self.chunk_len), rhat
         return None, None, rhat
 

@@ -447,6 +447,43 @@ def test_a_transient_after_an_accepted_start_is_discarded_as_a_random_starts():
             np.testing.assert_allclose(estimate, mu[:8].mean(0), rtol=1e-5)
 
 
+def test_after_an_accepted_start_a_flat_elbo_does_not_stop_q_still_leaving_the_mode():
+    """After an accepted start (the window is the whole trace) a flat ELBO does not stop a
+    run whose means still drift 1 q-sd a chunk (split R-hat far above
+    SETTLED_RHAT_MAX): no stop in 40 chunks. After a random start (the transient discarded)
+    the same trace stops by the ELBO's rule; and a stationary one after an accepted start
+    stops at its first check."""
+    from advi.chunk import ChunkMoments
+    from advi.robust import StationarityRule
+    from advi.stationarity import MIN_WINDOW_CHUNKS, SETTLED_RHAT_MAX
+
+    rng = np.random.default_rng(5)
+    dim, chunk_len, sd = 20, 50, 0.5
+    for burn_in, drift in ((False, 1.0), (True, 1.0), (False, 0.0)):
+        mu = 2.0 + drift * sd * np.arange(40)[:, None] + 0.1 * sd * rng.normal(size=(40, dim))
+        omega = np.log(sd) + 0.02 * rng.normal(size=(40, dim))
+        stats = np.concatenate([mu, omega], 1) * chunk_len
+        within = chunk_len * np.concatenate([np.full(dim, 0.1 * sd), np.full(dim, 0.02)])**2
+        squares = stats**2 / chunk_len + chunk_len * within
+        rule = StationarityRule(chunk_len, burn_in=burn_in, max_iter=10**6, tol_rel_obj=0.01)
+        reasons, rhats = [], []
+        for j, (m, o) in enumerate(zip(mu, omega, strict=True)):
+            verdict = rule.observe(_ended_at((j + 1) * chunk_len), ChunkMoments(
+                advi.MeanFieldParams(jnp.asarray(m * chunk_len), jnp.asarray(o * chunk_len)),
+                stats[j], squares[j], -100.0))
+            reasons.append(verdict.reason)
+            rhats.append(verdict.row.rhat)
+            if verdict.reason is not None:
+                break
+        if not burn_in and drift:
+            assert reasons == [None] * 40
+            assert min(r for r in rhats if np.isfinite(r)) > SETTLED_RHAT_MAX
+        elif drift:
+            assert reasons[-1] == "elbo settled" and rhats[-1] > SETTLED_RHAT_MAX
+        else:
+            assert reasons[-1] is not None and len(reasons) == MIN_WINDOW_CHUNKS
+
+
 @pytest.mark.parametrize("max_iter", [60, 130])
 def test_a_fit_ending_inside_a_chunk_averages_its_last_iterates(max_iter):
     """max_iter not a multiple of eval_elbo: the last chunk is short, and the average weighs
