@@ -55,7 +55,7 @@ iterations, split R-hat 3.39, 12 sds off in its scale, its ELBO 30 nats below wh
 to over the next 9,500 iterations; every other such stop on the validation suite and E1 was
 at most 1.77 (benchmarks/README.md). Runs from a random start or above
 ``hessian_max_dim`` discard their transient and are not held: there the ELBO's test stops
-E2-E4 at 2.1-3.6, where R-hat's 2K quantities still drift after the predictions settled."""
+E2 and E3 at 2.1-3.6, where R-hat's 2K quantities still drift after the predictions settled."""
 
 DRIFT_LEVEL = 1e-3
 """False-alarm level of :func:`averaging_chunks`' test for a drift of the iterates across
