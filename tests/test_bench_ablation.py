@@ -159,3 +159,15 @@ def test_the_spread_note_ablation_silences_only_that_note():
     assert any("up to 50 times" in n for n in notes())
     with _applied("spread_note"):
         assert not notes()
+
+
+def test_the_settled_rhat_ablation_lets_the_spline_stop_early_and_silently():
+    """The second holdout's random-walk spline at seed 0: with the defaults its mean-field
+    fit runs to max_iter and warns, within 1 sd; with ``settled_rhat``'s setting the ELBO's
+    rule stops it at 500 iterations, more than 1 sd off, with no warning."""
+    problem = load("suite_targets").TARGETS["everyday spline_random_walk"].make()
+    row = suite.run_one("spline", "advi_robust", 0, problem)
+    assert row["stop"] == "max_iter" and row["warned"] and row["rms_z"] < 1.0, row
+    with _applied("settled_rhat"):
+        row = suite.run_one("spline", "advi_robust", 0, problem)
+    assert row["stop"] == "elbo settled" and not row["warned"] and row["rms_z"] > 1.0, row
