@@ -46,14 +46,16 @@ posterior); a regression of earnings near 2e4 on an uncentred predictor, from a 
 start, travelled 38-45 while 3.5-4.2 sd off, and a trend on years 1980-2020 in float32
 2.57 (its slope 3.18, its log sd 0.05) while 9.4 sd off (benchmarks/README.md)."""
 
-SETTLED_RHAT_MAX = 2.0
+SETTLED_RHAT_MAX = 2.5
 """After an accepted Laplace start with its Hessian (the window is the whole trace: no
 transient discarded), the ELBO's test stops no run whose split R-hat over the window is
 above this: q is still moving from the mode towards the family's optimum, too slowly for
 the ELBO to show it. A random-walk smoothing prior's mean-field fit stopped that way at 500
 iterations, split R-hat 3.39, 12 sds off in its scale, its ELBO 30 nats below where it rose
-to over the next 9,500 iterations; every other such stop on the validation suite and E1 was
-at most 1.77 (benchmarks/README.md). Runs from a random start or above
+to over the next 9,500 iterations, and a GP regression's at 2.79, 0.53 sds off; every
+other such stop on the validation suite and E1 was at most 1.77, and a heavy-tailed
+10-dimensional log-gamma's first at 2.25, where at 2 it was held into a false alarm
+(benchmarks/README.md). Runs from a random start or above
 ``hessian_max_dim`` discard their transient and are not held: there the ELBO's test stops
 E2 and E3 at 2.1-3.6, where R-hat's 2K quantities still drift after the predictions settled."""
 

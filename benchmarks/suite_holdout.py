@@ -24,6 +24,23 @@ references live with the other everyday models' (``suite_models.json``), and
 - ``poisson_exposure``: 100 regions' counts at populations 1e4 .. 1e6 and a rate near
   1e-3 per person (log rate a + b x), counts up to about 1,500: a posterior much narrower
   than float32's resolution of log p's larger terms.
+
+A third holdout of six followed the same day, after the second's fits had changed one
+default (:data:`THIRD`), written, simulated and referenced before any fit of them:
+
+- ``probit_regression``: 300 rows, 3 predictors, a probit link written as a user would
+  (``Bernoulli(probs=norm.cdf(eta))``), linear predictors up to about +-8 (float32's
+  normal cdf is 0 or 1 there).
+- ``occupancy``: an ecologist's site-occupancy model, 100 sites visited 4 times, the
+  latent occupied state summed out (``logsumexp``), occupancy logistic in a site covariate.
+- ``local_level``: 100 points of a random walk seen in noise, both sds unknown, the walk
+  non-centred (102 parameters; the two sds trade off along a ridge).
+- ``exponential_decay``: a nonlinear regression, y = A exp(-k t) + c, 40 points,
+  log-normal priors on A and k (a curved posterior).
+- ``zero_sum_anova``: 8 groups of 10 rows, group effects by NumPyro's ``ZeroSumNormal``
+  (its zero-sum transform), their scale unknown.
+- ``poisson_hierarchy``: 25 groups of 1-6 counts, centred log-normal group rates
+  (a mild funnel where a group has one or two counts).
 """
 
 from __future__ import annotations
@@ -125,6 +142,87 @@ def poisson_exposure(exposure: Any, x: Any, y: Any) -> None:
         numpyro.sample("y", dist.Poisson(exposure * jnp.exp(a + b * x)), obs=y)
 
 
+def probit_regression(x: Any, y: Any) -> None:
+    import numpyro
+    import numpyro.distributions as dist
+    from jax.scipy.stats import norm
+
+    a = numpyro.sample("a", dist.Normal(0.0, 2.5))
+    b = numpyro.sample("b", dist.Normal(0.0, 2.5).expand([x.shape[1]]).to_event(1))
+    with numpyro.plate("rows", x.shape[0]):
+        numpyro.sample("y", dist.Bernoulli(probs=norm.cdf(a + x @ b)), obs=y)
+
+
+def occupancy(x: Any, detections: Any) -> None:
+    import jax
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    visits = 4
+    a0 = numpyro.sample("a0", dist.Normal(0.0, 2.0))
+    a1 = numpyro.sample("a1", dist.Normal(0.0, 2.0))
+    b0 = numpyro.sample("b0", dist.Normal(0.0, 2.0))
+    log_psi, log_not_psi = jax.nn.log_sigmoid(a0 + a1 * x), jax.nn.log_sigmoid(-(a0 + a1 * x))
+    seen = dist.Binomial(visits, logits=b0).log_prob(detections)
+    unseen = jnp.logaddexp(log_psi + visits * jax.nn.log_sigmoid(-b0), log_not_psi)
+    numpyro.factor("sites", jnp.sum(jnp.where(detections > 0, log_psi + seen, unseen)))
+
+
+def local_level(y: Any) -> None:
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    mu0 = numpyro.sample("mu0", dist.Normal(0.0, 5.0))
+    level_sd = numpyro.sample("level_sd", dist.HalfNormal(1.0))
+    noise_sd = numpyro.sample("noise_sd", dist.HalfNormal(1.0))
+    z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([y.shape[0] - 1]).to_event(1))
+    level = mu0 + jnp.concatenate([jnp.zeros(1), level_sd * jnp.cumsum(z)])
+    with numpyro.plate("times", y.shape[0]):
+        numpyro.sample("y", dist.Normal(level, noise_sd), obs=y)
+
+
+def exponential_decay(t: Any, y: Any) -> None:
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    amplitude = numpyro.sample("A", dist.LogNormal(1.0, 1.0))
+    rate = numpyro.sample("k", dist.LogNormal(-1.0, 1.0))
+    floor = numpyro.sample("c", dist.Normal(0.0, 5.0))
+    sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+    with numpyro.plate("times", t.shape[0]):
+        numpyro.sample("y", dist.Normal(amplitude * jnp.exp(-rate * t) + floor, sigma), obs=y)
+
+
+def zero_sum_anova(group: Any, y: Any) -> None:
+    import numpyro
+    import numpyro.distributions as dist
+
+    groups = int(np.max(group)) + 1
+    mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+    tau = numpyro.sample("tau", dist.HalfNormal(1.0))
+    sigma = numpyro.sample("sigma", dist.HalfNormal(2.0))
+    effect = numpyro.sample("effect", dist.ZeroSumNormal(tau, event_shape=(groups,)))
+    with numpyro.plate("rows", y.shape[0]):
+        numpyro.sample("y", dist.Normal(mu + effect[group], sigma), obs=y)
+
+
+def poisson_hierarchy(group: Any, y: Any) -> None:
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    groups = int(np.max(group)) + 1
+    mu = numpyro.sample("mu", dist.Normal(0.0, 2.0))
+    tau = numpyro.sample("tau", dist.HalfNormal(1.0))
+    with numpyro.plate("groups", groups):
+        log_rate = numpyro.sample("log_rate", dist.Normal(mu, tau))
+    with numpyro.plate("rows", y.shape[0]):
+        numpyro.sample("y", dist.Poisson(jnp.exp(log_rate[group])), obs=y)
+
+
 def simulate(name: str, rng: np.random.Generator) -> dict[str, Any]:
     """The data of model ``name`` of :data:`MODELS` (its arguments by name, in order)."""
     if name == "negative_binomial":
@@ -149,6 +247,8 @@ def simulate(name: str, rng: np.random.Generator) -> dict[str, Any]:
         x = np.sort(rng.uniform(0.0, 10.0, 120))
         return {"basis": bumps(x).tolist(),
                 "y": (np.sin(x) + 0.3 * rng.standard_normal(120)).tolist()}
+    if name in THIRD:
+        return _simulate_third(name, rng)
     if name == "truncated_normal":
         draws = -0.5 + 1.5 * rng.standard_normal(2000)
         return {"y": draws[draws > 0][:150].tolist()}
@@ -157,6 +257,35 @@ def simulate(name: str, rng: np.random.Generator) -> dict[str, Any]:
     x = rng.standard_normal(100)
     return {"exposure": exposure.tolist(), "x": x.tolist(),
             "y": rng.poisson(exposure * np.exp(-7.0 + 0.3 * x)).tolist()}
+
+
+def _simulate_third(name: str, rng: np.random.Generator) -> dict[str, Any]:
+    """The data of a model of :data:`THIRD`."""
+    if name == "probit_regression":
+        x = rng.standard_normal((300, 3))
+        eta = 0.5 + x @ np.array([2.5, -1.5, 1.0])
+        return {"x": x.tolist(), "y": (rng.standard_normal(300) < eta).astype(float).tolist()}
+    if name == "occupancy":
+        x = rng.standard_normal(100)
+        occupied = rng.random(100) < 1 / (1 + np.exp(-(0.4 + 1.0 * x)))
+        return {"x": x.tolist(), "detections": (rng.binomial(4, 0.3, 100) * occupied).tolist()}
+    if name == "local_level":
+        level = 1.0 + np.cumsum(np.concatenate([[0.0], 0.3 * rng.standard_normal(99)]))
+        return {"y": (level + 0.5 * rng.standard_normal(100)).tolist()}
+    if name == "exponential_decay":
+        t = np.linspace(0.0, 10.0, 40)
+        return {"t": t.tolist(),
+                "y": (5.0 * np.exp(-0.4 * t) + 1.0 + 0.3 * rng.standard_normal(40)).tolist()}
+    if name == "zero_sum_anova":
+        effect = rng.standard_normal(8)
+        group = np.repeat(np.arange(8), 10)
+        return {"group": group.tolist(),
+                "y": (2.0 + (effect - effect.mean())[group] + rng.standard_normal(80)).tolist()}
+    assert name == "poisson_hierarchy", name
+    size = rng.integers(1, 7, 25)
+    group = np.repeat(np.arange(25), size)
+    log_rate = 1.0 + 0.6 * rng.standard_normal(25)
+    return {"group": group.tolist(), "y": rng.poisson(np.exp(log_rate[group])).tolist()}
 
 
 def _varying_slopes_data(rng: np.random.Generator) -> dict[str, Any]:
@@ -195,6 +324,15 @@ def spline_quantities(draws: dict) -> np.ndarray:
     return np.concatenate([w, _sites("tau", "sigma")(draws)], -1)
 
 
+def level_quantities(draws: dict) -> np.ndarray:
+    """(the level at each of the 100 times, level_sd, noise_sd), as the model builds it."""
+    level_sd = np.asarray(draws["level_sd"], np.float64)[:, None]
+    walk = np.cumsum(level_sd * np.asarray(draws["z"], np.float64), axis=1)
+    level = np.asarray(draws["mu0"], np.float64)[:, None] + np.concatenate(
+        [np.zeros_like(level_sd), walk], 1)
+    return np.concatenate([level, _sites("level_sd", "noise_sd")(draws)], -1)
+
+
 MODELS: dict[str, tuple[Any, Any, int]] = {
     "negative_binomial": (negative_binomial, _sites("a", "b", "phi"), 3),
     "varying_slopes": (varying_slopes, varying_slopes_quantities, 46),
@@ -203,9 +341,20 @@ MODELS: dict[str, tuple[Any, Any, int]] = {
     "spline_random_walk": (spline_random_walk, spline_quantities, 22),
     "truncated_normal": (truncated_normal, _sites("loc", "scale"), 2),
     "poisson_exposure": (poisson_exposure, _sites("a", "b"), 2),
+    "probit_regression": (probit_regression, _sites("a", "b"), 4),
+    "occupancy": (occupancy, _sites("a0", "a1", "b0"), 3),
+    "local_level": (local_level, level_quantities, 102),
+    "exponential_decay": (exponential_decay, _sites("A", "k", "c", "sigma"), 4),
+    "zero_sum_anova": (zero_sum_anova, _sites("mu", "tau", "sigma", "effect"), 10),
+    "poisson_hierarchy": (poisson_hierarchy, _sites("mu", "tau", "log_rate"), 27),
 }
 """Each model, the map from draws to the compared quantities (S, D) float64, and K."""
 
+THIRD = ("probit_regression", "occupancy", "local_level", "exponential_decay",
+         "zero_sum_anova", "poisson_hierarchy")
+"""The third holdout's models (module docstring)."""
+
 INTEGER_DATA = {("varying_slopes", "group"), ("bradley_terry", "winner"),
-                ("bradley_terry", "loser")}
+                ("bradley_terry", "loser"), ("zero_sum_anova", "group"),
+                ("poisson_hierarchy", "group")}
 """Arguments passed as int32 (the others float32)."""

@@ -50,8 +50,8 @@ of them; no default changed after):
 - ``softmax_regression``: 200 rows, 3 classes on 4 predictors, the first class the
   reference (10 coefficients).
 
-A second holdout of seven, added 2026-12-01 in the same way, is written in
-:mod:`suite_holdout` and registered here (``python benchmarks/suite_models.py NAME ...``
+A second holdout of seven and a third of six, added 2026-12-01 in the same way, are
+written in :mod:`suite_holdout` and registered here (``python benchmarks/suite_models.py NAME ...``
 computes the named models' entries).
 """
 

@@ -124,6 +124,10 @@ def _log_gamma(zeta):
 def test_a_fit_stuck_after_the_laplace_start_runs_again_from_the_initial_q(second_better,
                                                                            monkeypatch):
     estimates = _ranked_elbo(monkeypatch, second_better)
+    # q's steady crawl away from the mode shows in split R-hat, which holds the ELBO's
+    # stop (SETTLED_RHAT_MAX); lifted here, so that the ELBO's rule stops the fit stuck as
+    # one whose drift split R-hat cannot see would be
+    monkeypatch.setattr(advi.robust, "SETTLED_RHAT_MAX", float("inf"))
     target = advi.from_log_density(_log_gamma, 10)
     seen = []
     times = iter(np.arange(0.0, 1e6, 0.5))  # a fake clock: every reading 0.5 s on

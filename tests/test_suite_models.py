@@ -88,3 +88,31 @@ def test_the_varying_slopes_quantities_are_the_correlation_and_effects_the_model
     ab = quantities[6:].reshape(5, 2)
     np.testing.assert_allclose(ab[group, 0] + ab[group, 1] * x,
                                np.asarray(trace["y"]["fn"].loc), rtol=1e-9)
+
+
+def test_the_occupancy_model_sums_the_occupied_state_out():
+    """log p(detections | a0, a1, b0) = sum over sites of log(psi Binomial(d | 4, p) + (1 -
+    psi) [d == 0]), by SciPy, site by site."""
+    holdout = load("suite_holdout")
+    x, detections = np.array([-1.0, 0.0, 0.5, 2.0]), np.array([0.0, 2.0, 0.0, 4.0])
+    a0, a1, b0 = 0.3, -0.7, -0.4
+    with jax.enable_x64(True):
+        value, _ = log_density(holdout.occupancy, (x, detections), {},
+                               {"a0": a0, "a1": a1, "b0": b0})
+    psi, p = 1 / (1 + np.exp(-(a0 + a1 * x))), 1 / (1 + np.exp(-b0))
+    sites = np.log(psi * stats.binom(4, p).pmf(detections) + (1 - psi) * (detections == 0))
+    prior = stats.norm(0, 2).logpdf([a0, a1, b0]).sum()
+    assert float(value) == pytest.approx(sites.sum() + prior, rel=1e-10)
+
+
+def test_the_local_level_quantities_are_the_levels_the_model_uses():
+    """The compared levels (mu0 plus level_sd times the cumulated innovations) are the mean
+    of y in a trace of the model, and the two sds are the sites'."""
+    holdout = load("suite_holdout")
+    with jax.enable_x64(True):
+        trace = handlers.trace(handlers.seed(holdout.local_level, 6)).get_trace(np.zeros(12))
+    draws = {s: np.asarray(v["value"])[None] for s, v in trace.items()
+             if v["type"] == "sample" and not v["is_observed"]}
+    quantities = holdout.level_quantities(draws)[0]
+    np.testing.assert_allclose(quantities[:12], np.asarray(trace["y"]["fn"].loc), rtol=1e-9)
+    assert tuple(quantities[12:]) == (draws["level_sd"][0], draws["noise_sd"][0])
