@@ -315,22 +315,25 @@ def varying_slopes_quantities(draws: dict) -> np.ndarray:
                            np.asarray(draws["ab"], np.float64).reshape(corr.size, -1)], -1)
 
 
+def _walk(draws: dict, start: str, scale: str, steps: str) -> np.ndarray:
+    """(S, T) the random walk start + scale * cumsum(steps), from 0 steps at its first
+    point, as the spline's weights and the local level are built."""
+    size = np.asarray(draws[scale], np.float64)[:, None]
+    walk = np.cumsum(size * np.asarray(draws[steps], np.float64), axis=1)
+    return np.asarray(draws[start], np.float64)[:, None] + np.concatenate(
+        [np.zeros_like(size), walk], 1)
+
+
 def spline_quantities(draws: dict) -> np.ndarray:
     """(w (20), tau, sigma): the bumps' weights the model builds, and the two scales."""
-    tau = np.asarray(draws["tau"], np.float64)[:, None]
-    walk = np.cumsum(tau * np.asarray(draws["steps"], np.float64), axis=1)
-    w = np.asarray(draws["w0"], np.float64)[:, None] + np.concatenate(
-        [np.zeros_like(tau), walk], 1)
-    return np.concatenate([w, _sites("tau", "sigma")(draws)], -1)
+    return np.concatenate([_walk(draws, "w0", "tau", "steps"),
+                           _sites("tau", "sigma")(draws)], -1)
 
 
 def level_quantities(draws: dict) -> np.ndarray:
     """(the level at each of the 100 times, level_sd, noise_sd), as the model builds it."""
-    level_sd = np.asarray(draws["level_sd"], np.float64)[:, None]
-    walk = np.cumsum(level_sd * np.asarray(draws["z"], np.float64), axis=1)
-    level = np.asarray(draws["mu0"], np.float64)[:, None] + np.concatenate(
-        [np.zeros_like(level_sd), walk], 1)
-    return np.concatenate([level, _sites("level_sd", "noise_sd")(draws)], -1)
+    return np.concatenate([_walk(draws, "mu0", "level_sd", "z"),
+                           _sites("level_sd", "noise_sd")(draws)], -1)
 
 
 MODELS: dict[str, tuple[Any, Any, int]] = {
