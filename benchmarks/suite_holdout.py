@@ -29,8 +29,8 @@ A third holdout of six followed the same day, after the second's fits had change
 default (:data:`THIRD`), written, simulated and referenced before any fit of them:
 
 - ``probit_regression``: 300 rows, 3 predictors, a probit link written as a user would
-  (``Bernoulli(probs=norm.cdf(eta))``), linear predictors up to about +-8 (float32's
-  normal cdf is 0 or 1 there).
+  (``Bernoulli(probs=norm.cdf(eta))``), linear predictors up to about +-9.5 at the
+  posterior mean (float32's normal cdf is 0 or 1 beyond +-5.3).
 - ``occupancy``: an ecologist's site-occupancy model, 100 sites visited 4 times, the
   latent occupied state summed out (``logsumexp``), occupancy logistic in a site covariate.
 - ``local_level``: 100 points of a random walk seen in noise, both sds unknown, the walk
