@@ -409,7 +409,8 @@ MODELS: dict[str, tuple[Callable[..., None], Callable[[dict], np.ndarray], int]]
     **suite_holdout.MODELS,
 }
 """Each model, the map from draws (site values with a leading draw axis) to the compared
-quantities, (S, D) float64, and K; the second holdout's from :mod:`suite_holdout`."""
+quantities, (S, D) float64, and K; the second and third holdouts' from
+:mod:`suite_holdout`."""
 
 HOLDOUT = ("horseshoe_regression", "zero_inflated_poisson", "gaussian_mixture",
            "logistic_separation", "change_point", "errors_in_variables", "softmax_regression")
