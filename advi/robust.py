@@ -29,7 +29,9 @@ is still the whole trace, the ELBO's test waits while split R-hat is above
 settled while q's means still travel (a median over them of more than
 :data:`advi.stationarity.TRAVEL_SD` of q's sds over the window: a crawl along a ridge),
 the fit warns. Non-finite draws beyond the redraw budget restart the run from the current
-average with eta / 10, and a fresh trace whose first half is discarded.
+average with eta / 10, and a fresh trace whose first half is discarded; where an ELBO in the
+window is not finite (the run diverged, its average with it), from the average iterate of
+the chunk with the highest finite ELBO since the last restart.
 :class:`StationarityRule` is this stopping rule, run by :func:`advi.driver.drive`;
 :data:`POLICY` its restart policy.
 """
@@ -82,6 +84,7 @@ class _Trace:
         self.prefix: list[tuple[np.ndarray, np.ndarray]] = []  # sums up to each kept chunk
         self.base: tuple[np.ndarray, np.ndarray] | None = None  # sums before the kept ones
         self.elbo: list[float] = []
+        self.best: tuple[float, Any] | None = None  # the chunk with the highest ELBO
         self.averaged: tuple[int, Any] | None = None  # (count, the average at that count)
 
     def add(self, m: ChunkMoments) -> None:
@@ -93,6 +96,8 @@ class _Trace:
         self.prefix.append((last[0] + stat, last[1] + stat_sq))
         self.params.append(jax.tree.map(np.asarray, m.params))
         self.elbo.append(float(m.elbo))
+        if np.isfinite(self.elbo[-1]) and (self.best is None or self.elbo[-1] > self.best[0]):
+            self.best = (self.elbo[-1], self.params[-1])
         self.count += 1
         if self.burn_in:  # a later window starts at or after chunk count // 2
             while self.count - len(self.prefix) < self.count // 2 - 1:
@@ -151,6 +156,16 @@ class _Trace:
                 "standardise the data (centre and scale the predictors), fit in float64 "
                 "(dtype=\"float64\"), a full-rank q (family=\"fullrank\"), or run longer (a "
                 "smaller tol_rel_obj)")
+
+    def restart_point(self, chunk_len: int) -> Any:
+        """Where a restart begins: the iterate average (:meth:`average`), or, where an ELBO
+        in the window is not finite (the run diverged: a full-rank q from a random start
+        whose own scales ran away, its average as far off), the average iterate of the
+        phase's chunk with the highest finite ELBO."""
+        if self.best is None or np.all(np.isfinite(self.elbo[-max(self.window(), 1):])):
+            return self.average(chunk_len)
+        return jax.tree.map(lambda x: jax.device_put((x / chunk_len).astype(x.dtype)),
+                            self.best[1])
 
     def average(self, chunk_len: int) -> Any:
         """The iterate average over the window's trailing chunks that
@@ -216,7 +231,7 @@ class StationarityRule:
 
     moments = True
     reports_rhat = True
-    fallback_text = "the average of the iterates"
+    fallback_text = "the average of the iterates (where the run diverged, its best chunk's)"
 
     def __init__(self, chunk_len: int, burn_in: bool, max_iter: int,
                  tol_rel_obj: float) -> None:
@@ -257,8 +272,10 @@ class StationarityRule:
         return self.trace.average(self.chunk_len)
 
     def fallback(self, state: ADVIState) -> ADVIState:
-        """The state before the failed chunk, at the trace's average when there is one."""
-        return state._replace(params=self.estimate(state)) if self.trace.params else state
+        """The state before the failed chunk, at :meth:`_Trace.restart_point` when the trace
+        has chunks."""
+        return state._replace(params=self.trace.restart_point(self.chunk_len)) if (
+            self.trace.params) else state
 
     def restarted(self) -> None:
         """A fresh trace whose first half is discarded."""

@@ -484,6 +484,37 @@ def test_after_an_accepted_start_a_flat_elbo_does_not_stop_q_still_leaving_the_m
             assert reasons[-1] is not None and len(reasons) == MIN_WINDOW_CHUNKS
 
 
+def test_a_diverged_run_restarts_from_its_best_chunk_not_its_average():
+    """The restart point after a failed chunk: the window's iterate average while every
+    chunk's ELBO is finite; once an ELBO in the window is not finite (q's scales ran away,
+    as full-rank from a random start on a local-level model), the average iterate of the
+    chunk with the highest finite ELBO."""
+    from typing import Any, NamedTuple
+
+    from advi.chunk import ChunkMoments
+    from advi.robust import StationarityRule
+
+    class State(NamedTuple):
+        params: Any
+
+    dim, chunk_len = 3, 50
+    for elbos in ([-10.0, -8.0, -9.0, -9.5, -9.2, -9.1, -9.3, -9.4],
+                  [-10.0, -8.0, -5e5, -4e9, -np.inf, -np.inf, -np.inf, -np.inf]):
+        rule = StationarityRule(chunk_len, burn_in=True, max_iter=10**6, tol_rel_obj=0.0)
+        mus = [np.full(dim, float(j)) for j in range(len(elbos))]
+        for j, (m, e) in enumerate(zip(mus, elbos, strict=True)):
+            stat = np.concatenate([m, np.zeros(dim)]) * chunk_len
+            rule.observe(_ended_at((j + 1) * chunk_len), ChunkMoments(
+                advi.MeanFieldParams(jnp.asarray(m * chunk_len), jnp.zeros(dim)),
+                stat, stat**2 / chunk_len, e))
+        start = np.asarray(rule.fallback(State(None)).params.mu)
+        if np.isfinite(elbos[-1]):
+            np.testing.assert_allclose(start, np.asarray(rule.estimate(None).mu))
+            assert start[0] > 1.0  # the window's chunks, not the best one (mean 1)
+        else:
+            np.testing.assert_allclose(start, mus[1])
+
+
 @pytest.mark.parametrize("max_iter", [60, 130])
 def test_a_fit_ending_inside_a_chunk_averages_its_last_iterates(max_iter):
     """max_iter not a multiple of eval_elbo: the last chunk is short, and the average weighs
