@@ -51,7 +51,8 @@ of them; no default changed after):
   reference (10 coefficients).
 
 A second holdout of seven and a third of six, added 2026-12-01 in the same way, are
-written in :mod:`suite_holdout` and registered here (``python benchmarks/suite_models.py NAME ...``
+written in :mod:`suite_holdout`, and a fourth of seven, added 2026-12-02, in
+:mod:`suite_fourth`; all are registered here (``python benchmarks/suite_models.py NAME ...``
 computes the named models' entries).
 """
 
@@ -66,6 +67,7 @@ from typing import Any
 
 import bench_accuracy as accuracy
 import numpy as np
+import suite_fourth
 import suite_holdout
 
 DATA = Path(__file__).resolve().parent / "suite_models.json"
@@ -293,6 +295,8 @@ def _simulate(name: str, rng: np.random.Generator) -> dict[str, Any]:
     """The data of model ``name`` (the model's arguments by name, in its order)."""
     if name in suite_holdout.MODELS:
         return suite_holdout.simulate(name, rng)
+    if name in suite_fourth.MODELS:
+        return suite_fourth.simulate(name, rng)
     if name == "dirichlet_multinomial":
         return {"counts": [0.0, 1.0, 5.0, 30.0, 60.0, 4.0]}
     if name == "beta_binomial":
@@ -407,17 +411,18 @@ MODELS: dict[str, tuple[Callable[..., None], Callable[[dict], np.ndarray], int]]
     "errors_in_variables": (errors_in_variables, _sites("mu_x", "s_x", "a", "b", "sigma"), 105),
     "softmax_regression": (softmax_regression, _sites("a", "b"), 10),
     **suite_holdout.MODELS,
+    **suite_fourth.MODELS,
 }
 """Each model, the map from draws (site values with a leading draw axis) to the compared
 quantities, (S, D) float64, and K; the second and third holdouts' from
-:mod:`suite_holdout`."""
+:mod:`suite_holdout`, the fourth's from :mod:`suite_fourth`."""
 
 HOLDOUT = ("horseshoe_regression", "zero_inflated_poisson", "gaussian_mixture",
            "logistic_separation", "change_point", "errors_in_variables", "softmax_regression")
 """The models added as a holdout on 2026-11-30 (module docstring)."""
 
 INTEGER_DATA = {("ordered_logistic", "y"), ("softmax_regression", "y"),
-                *suite_holdout.INTEGER_DATA}
+                *suite_holdout.INTEGER_DATA, *suite_fourth.INTEGER_DATA}
 """Arguments passed as int32 (the others float32)."""
 
 

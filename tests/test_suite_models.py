@@ -116,3 +116,60 @@ def test_the_local_level_quantities_are_the_levels_the_model_uses():
     quantities = holdout.level_quantities(draws)[0]
     np.testing.assert_allclose(quantities[:12], np.asarray(trace["y"]["fn"].loc), rtol=1e-9)
     assert tuple(quantities[12:]) == (draws["level_sd"][0], draws["noise_sd"][0])
+
+
+def test_the_crossed_effects_quantities_are_the_effects_the_model_uses():
+    """The compared subject and item effects (scale times z) give the logits of y in a
+    trace of the model, and a and the two scales are the sites'."""
+    fourth = load("suite_fourth")
+    subject = np.repeat(np.arange(fourth.SUBJECTS), fourth.ITEMS)
+    item = np.tile(np.arange(fourth.ITEMS), fourth.SUBJECTS)
+    with jax.enable_x64(True):
+        trace = handlers.trace(handlers.seed(fourth.crossed_effects, 7)).get_trace(
+            subject, item, np.zeros(subject.size))
+    draws = {s: np.asarray(v["value"])[None] for s, v in trace.items()
+             if v["type"] == "sample" and not v["is_observed"]}
+    quantities = fourth.crossed_quantities(draws)[0]
+    a, effects = quantities[0], quantities[3:]
+    logits = a + effects[subject] + effects[fourth.SUBJECTS + item]
+    np.testing.assert_allclose(logits, np.asarray(trace["y"]["fn"].logits), rtol=1e-9)
+    assert tuple(quantities[1:3]) == (draws["s_subject"][0], draws["s_item"][0])
+
+
+def test_the_laplace_regression_is_scipys_laplace_likelihood():
+    """log p(y | a, b, s) is a sum of SciPy's Laplace log densities at a + x b, plus the
+    priors: the model's kinks are where they should be."""
+    fourth = load("suite_fourth")
+    x, y = np.array([[0.5, -1.0], [1.5, 0.2], [-0.3, 0.8]]), np.array([1.0, 4.0, -2.0])
+    a, b, s = 0.7, np.array([2.0, -1.0]), 0.6
+    with jax.enable_x64(True):
+        value, _ = log_density(fourth.laplace_regression, (x, y), {},
+                               {"a": a, "b": b, "s": s})
+    prior = (stats.norm(0, 5).logpdf([a, *b]).sum() + stats.halfnorm(scale=2.0).logpdf(s))
+    expected = stats.laplace(a + x @ b, s).logpdf(y).sum() + prior
+    assert float(value) == pytest.approx(expected, rel=1e-10)
+
+
+def test_the_zero_events_reference_is_the_exact_beta_posterior():
+    """Each arm's posterior is Beta(1 + events, 1 + trials - events); NUTS's stored means
+    and sds are within its Monte Carlo error of them (0.05 sd; 3%)."""
+    stored = everyday.data("zero_events")
+    events, trials = np.asarray(stored["events"]), np.asarray(stored["trials"])
+    exact = stats.beta(1 + events, 1 + trials - events)
+    _, _, _, mean, sd, _ = everyday.problem("zero_events", lambda *parts: parts)
+    assert events[1] == 0
+    np.testing.assert_array_less(np.abs(mean - exact.mean()) / exact.std(), 0.05)
+    np.testing.assert_allclose(sd, exact.std(), rtol=0.03)
+
+
+def test_the_large_offset_reference_is_centred_on_the_readings_mean():
+    """With a N(0, 1e7^2) prior mu's posterior is Student-t about the readings' mean to
+    within 1e-9 of its sd, so NUTS's stored mean of mu is within 0.05 sd of it: the mean
+    of the readings as every fit and the reference get them, in float32 (0.125 apart at
+    1.5e6, which moves their mean by 0.06 sd here)."""
+    stored = np.asarray(everyday.data("large_offset")["y"])
+    y = stored.astype(np.float32).astype(np.float64)
+    assert abs(y.mean() - stored.mean()) > 0.01
+    _, _, _, mean, sd, _ = everyday.problem("large_offset", lambda *parts: parts)
+    assert abs(mean[0] - y.mean()) < 0.05 * sd[0]
+    assert sd[0] == pytest.approx(y.std(ddof=1) / np.sqrt(y.size), rel=0.05)
