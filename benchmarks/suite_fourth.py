@@ -1,6 +1,6 @@
 """The everyday models' fourth holdout: seven more models as a NumPyro user writes them.
 
-Added 2026-12-02, after the third holdout's fits: written, simulated and their
+Added 2026-11-30, after the third holdout's fits: written, simulated and their
 references run (``python benchmarks/suite_models.py NAME ...``) before any fit of them,
 and no default of the robust preset chosen on them. Each covers something the suite did
 not have: a log density with kinks, crossed random effects, a modelled scale, a gamma

@@ -1,7 +1,7 @@
 """The everyday models' second and third holdouts: thirteen more models as a NumPyro user
 writes them.
 
-The second, seven models, added 2026-12-01, after every default of the robust preset had
+The second, seven models, added 2026-11-30, after every default of the robust preset had
 been chosen: written,
 simulated and their references run (``python benchmarks/suite_models.py NAME ...``) before
 any fit of them. Each covers something the suite did not have: an overdispersed count, a

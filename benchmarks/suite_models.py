@@ -50,8 +50,8 @@ of them; no default changed after):
 - ``softmax_regression``: 200 rows, 3 classes on 4 predictors, the first class the
   reference (10 coefficients).
 
-A second holdout of seven and a third of six, added 2026-12-01 in the same way, are
-written in :mod:`suite_holdout`, and a fourth of seven, added 2026-12-02, in
+A second holdout of seven and a third of six, added 2026-11-30 in the same way, are
+written in :mod:`suite_holdout`, and a fourth of seven, added later the same day, in
 :mod:`suite_fourth`; all are registered here (``python benchmarks/suite_models.py NAME ...``
 computes the named models' entries).
 """

@@ -24,7 +24,7 @@ true means and standard deviations (float64). Five sources:
   the year, flat-prior regressions, a basketball HMM, the non-centred eight schools,
   uncentred interactions, a GP regression, correlated predictors near 100, two ODE models,
   a regression on 24 correlated predictors and the centred eight schools).
-- **Everyday models** (no extra package; ``suite_models.py``): twenty-nine models as a
+- **Everyday models** (no extra package; ``suite_models.py``): thirty-six models as a
   user writes them (a Dirichlet-multinomial, a beta-binomial hierarchy, ordered logistic,
   Student-t and Weibull survival regressions, a wide logistic regression, a non-centred
   Poisson GLMM and stochastic volatility model, a multivariate normal with an LKJ
@@ -33,9 +33,10 @@ true means and standard deviations (float64). Five sources:
   regression; and a second holdout in ``suite_holdout.py``: negative binomial, varying
   slopes, an AR(1) near a unit root, Bradley-Terry, a random-walk spline, a truncated
   normal, counts at large exposures; and a third: probit, site occupancy, a local level, an
-  exponential decay, a zero-sum ANOVA, a centred Poisson hierarchy), on data simulated
-  once, against float64
-  NUTS references (the Dirichlet-multinomial's exact).
+  exponential decay, a zero-sum ANOVA, a centred Poisson hierarchy; and a fourth in
+  ``suite_fourth.py``: Laplace errors, crossed effects, a modelled noise sd, a gamma GLM,
+  a zero-event arm, readings near 1.5e6, rare events), on data simulated once, against
+  float64 NUTS references (the Dirichlet-multinomial's exact).
 - **The paper's models**: the Poisson-exponential of Figure 3 (E0, an exact Gamma).
 
 ``TARGETS`` lists them by name; ``GYM`` are the names that need the Inference Gym, and
