@@ -238,17 +238,17 @@ class CompiledADVI:
 
     def setup(self, rng_key: Array, extra_starts: int = EXTRA_STARTS
               ) -> tuple[tuple[Array, Array, Array], ADVIState, StartInfo]:
-        """Keys (adapt, run, elbo), the initial state and how it was chosen. The initial mean
-        is drawn again where log p is not finite (:func:`advi.initial.finite_params`; not
-        minibatched, or with the Laplace start); with the Laplace start, L-BFGS runs here,
-        on the host, from it and from ``extra_starts`` (>= 0) more inits
-        (:func:`advi.multistart.multistart_laplace`). ``rng_key``: the fit's PRNG key."""
-        done = self._done
+        """Keys (adapt, run, elbo), the initial state and how it was chosen: the initial
+        mean drawn again where log p is not finite, flat coordinates refused (both
+        :func:`advi.initial.finite_params`; not minibatched, or with the Laplace start), and
+        with the Laplace start, L-BFGS on the host from it and ``extra_starts`` (>= 0) more
+        inits (:func:`advi.multistart.multistart_laplace`). ``rng_key``: the fit's key."""
+        done, unravel = self._done, getattr(self.target.numpyro, "unravel", None)
         keys, params, batch_key, seed = done.init(rng_key)
         info = StartInfo(False, 0, math.nan)
         if done.laplace is not None or self.target.num_data is None:  # (compiled for checks)
-            params = finite_params(done.value_and_grad, self.family, params,
-                                   (batch_key, self.target.data), self.options.init, int(seed))
+            params = finite_params(done.value_and_grad, self.family, params, (
+                batch_key, self.target.data), self.options.init, int(seed), unravel)
         self._drawn = (params, (batch_key, self.target.data))
         if done.laplace is not None:
             start, note, warn = multistart_laplace(done.laplace, self.family, params.mu,

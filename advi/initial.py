@@ -9,7 +9,13 @@ Stan draws its random inits again, up to 100 times, until log p and its gradient
 float32 rounds to 0 at the first draw (posteriordb's Lotka-Volterra model, at one seed of
 three) gave the L-BFGS search a point with log p = -inf: it took no step and the start was
 refused, for all that a mode was there to find; and the Stan preset raised (its initial
-ELBO not finite)."""
+ELBO not finite).
+
+There, too, a latent coordinate on which log p does not depend at all is refused
+(:func:`refuse_flat`): the posterior is improper along it, and q's scale there grows
+without bound until the fit fails. NumPyro's ``obs_mask`` makes such coordinates: its
+``<name>_unobserved`` site holds every element of the observed site, and those observed
+carry no density (NumPyro's docstring: "not intended to be used with MCMC")."""
 
 from __future__ import annotations
 
@@ -55,23 +61,57 @@ def finite_start(value_and_grad: Callable[[np.ndarray], Any],
 
 
 def finite_params(value_and_grad: Callable[[np.ndarray, Any], Any], family: Any, params: Any,
-                  data: Any, scheme: str, seed: int) -> Any:
+                  data: Any, scheme: str, seed: int, unravel: Callable | None = None) -> Any:
     """``params`` (the family's, NumPy arrays) with their mean from :func:`finite_start`
     (redraws are logged): ``value_and_grad(zeta, data)`` is the compiled log density's;
     the draws again are ``family.init`` of the fit's ``scheme`` by NumPy generators seeded
     (``seed``, try) (the same on every run). ``scheme`` "zero" is not drawn again (Stan's
-    init=0 is not either)."""
-    if scheme == "zero":
-        return params
+    init=0 is not either). Then :func:`refuse_flat` at that mean and one more random draw
+    (``unravel`` names the sites).
+
+    Raises:
+        ValueError: from :func:`refuse_flat`.
+    """
     mu = np.asarray(params.mu)
 
-    def draw(tries: int) -> np.ndarray:
-        again = family.init(np.random.default_rng([seed, tries]), mu.size, scheme)
+    def draw(tries: int, how: str = scheme) -> np.ndarray:
+        again = family.init(np.random.default_rng([seed, tries]), mu.size, how)
         return np.asarray(again.mu, mu.dtype)
 
-    found, redraws = finite_start(
-        lambda zeta: jax.device_get(value_and_grad(zeta, data)), draw, mu)
+    def host(zeta: np.ndarray) -> Any:
+        return jax.device_get(value_and_grad(zeta, data))
+
+    found, redraws = (mu, 0) if scheme == "zero" else finite_start(host, draw, mu)
+    refuse_flat([host(found)[1], host(draw(INIT_TRIES, "random"))[1]], unravel)
     if not redraws:
         return params
     logger.info("log p not finite at the initial mean: drawn %d more", redraws)
     return params._replace(mu=found)
+
+
+def refuse_flat(grads: list[np.ndarray], unravel: Callable[[Any], dict] | None = None
+                ) -> None:
+    """Raise where log p does not depend on some coordinates of zeta: its gradient, at
+    every point of ``grads`` ((K,) each, two or more independent points), exactly 0 there.
+
+    Raises:
+        ValueError: naming the coordinates (their sites and counts, by ``unravel``, zeta
+            (K,) -> {site: array}, where given) and what would be valid.
+    """
+    flat = np.all([np.asarray(g) == 0 for g in grads], axis=0)
+    if not np.any(flat):
+        return
+    if unravel is None:
+        where = f"coordinates {np.flatnonzero(flat)[:10].tolist()} of zeta"
+    else:
+        counts = {site: (int(np.sum(v)), int(np.size(v)))
+                  for site, v in unravel(flat.astype(np.float32)).items() if np.any(v)}
+        where = ", ".join(f"{n} of the {size} of latent site {site!r}"
+                          for site, (n, size) in counts.items())
+    raise ValueError(
+        f"log p does not depend on {int(np.sum(flat))} unconstrained coordinates ({where}): "
+        f"its gradient there is exactly 0 at {len(grads)} random points, so the posterior is "
+        "improper along them and q would spread without bound. Give each latent coordinate "
+        "a prior, or remove it; NumPyro's obs_mask makes such a site (name_unobserved holds "
+        "every element, the observed ones without density): declare only the missing "
+        "values as a latent site instead")

@@ -355,7 +355,8 @@ def _split_data(
                     f"model argument {data_checks.describe(path)} (shape {tuple(leaf.shape)}) "
                     f"holds {bad} "
                     "non-finite values (NaN or inf); ADVI needs finite data: drop or impute "
-                    "them, or mask them inside the model"
+                    "them, or set them to any finite value and pass a mask the model "
+                    "applies (the observed site's obs_mask, or numpyro.handlers.mask)"
                 )
     # dtype given: a weakly typed array (jnp.full(7, 2.0)) becomes strongly typed, so that
     # equal shapes and dtypes always hit the same compiled code; a NumPy array is copied to
