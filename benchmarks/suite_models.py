@@ -69,6 +69,7 @@ import bench_accuracy as accuracy
 import numpy as np
 import suite_fourth
 import suite_holdout
+import suite_large
 
 DATA = Path(__file__).resolve().parent / "suite_models.json"
 REFERENCE = "NumPyro NUTS float64, 4 x 5,000 draws (5,000 warm-up), target_accept 0.95"
@@ -297,6 +298,8 @@ def _simulate(name: str, rng: np.random.Generator) -> dict[str, Any]:
         return suite_holdout.simulate(name, rng)
     if name in suite_fourth.MODELS:
         return suite_fourth.simulate(name, rng)
+    if name in suite_large.MODELS:
+        return suite_large.simulate(name, rng)
     if name == "dirichlet_multinomial":
         return {"counts": [0.0, 1.0, 5.0, 30.0, 60.0, 4.0]}
     if name == "beta_binomial":
@@ -412,23 +415,33 @@ MODELS: dict[str, tuple[Callable[..., None], Callable[[dict], np.ndarray], int]]
     "softmax_regression": (softmax_regression, _sites("a", "b"), 10),
     **suite_holdout.MODELS,
     **suite_fourth.MODELS,
+    **suite_large.MODELS,
 }
 """Each model, the map from draws (site values with a leading draw axis) to the compared
 quantities, (S, D) float64, and K; the second and third holdouts' from
-:mod:`suite_holdout`, the fourth's from :mod:`suite_fourth`."""
+:mod:`suite_holdout`, the fourth's from :mod:`suite_fourth`, the fifth's from
+:mod:`suite_large`."""
 
 HOLDOUT = ("horseshoe_regression", "zero_inflated_poisson", "gaussian_mixture",
            "logistic_separation", "change_point", "errors_in_variables", "softmax_regression")
 """The models added as a holdout on 2026-11-30 (module docstring)."""
 
 INTEGER_DATA = {("ordered_logistic", "y"), ("softmax_regression", "y"),
-                *suite_holdout.INTEGER_DATA, *suite_fourth.INTEGER_DATA}
+                *suite_holdout.INTEGER_DATA, *suite_fourth.INTEGER_DATA,
+                *suite_large.INTEGER_DATA}
 """Arguments passed as int32 (the others float32)."""
+
+
+def _file(name: str) -> Path:
+    """The file that stores model ``name``: :data:`suite_large.DATA` for the fifth
+    holdout's, else :data:`DATA`."""
+    return suite_large.DATA if name in suite_large.MODELS else DATA
 
 
 @functools.cache
 def _stored() -> dict[str, Any]:
-    return json.loads(DATA.read_text())["models"]
+    return {name: model for path in (DATA, suite_large.DATA) if path.exists()
+            for name, model in json.loads(path.read_text())["models"].items()}
 
 
 def data(name: str) -> dict[str, Any]:
@@ -478,9 +491,10 @@ def _reference(name: str, data: dict[str, Any]) -> dict[str, Any]:
 
 def make_file(seed: int = 20261129, names: tuple[str, ...] = ()) -> None:
     """Simulate each model's data (NumPy's generator seeded by ``seed``, one stream per
-    model, by its index in :data:`MODELS`) and its reference, and write :data:`DATA`;
-    only the models ``names`` where given (the others' entries kept as stored)."""
-    models = {} if not names else dict(json.loads(DATA.read_text())["models"])
+    model, by its index in :data:`MODELS`) and its reference, and write :data:`DATA` and
+    :data:`suite_large.DATA` (:func:`_file`); only the models ``names`` where given (the
+    others' entries kept as stored)."""
+    models = {} if not names else dict(_stored())
     for index, name in enumerate(MODELS):
         if names and name not in names:
             continue
@@ -488,8 +502,10 @@ def make_file(seed: int = 20261129, names: tuple[str, ...] = ()) -> None:
                 for k, v in _simulate(name, np.random.default_rng([seed, index])).items()}
         models[name] = {"data": data, **_reference(name, data)}
         print(name, models[name]["method"], flush=True)
-    DATA.write_text(json.dumps({"source": __doc__.split("\n\n")[0], "seed": seed,
-                                "models": {name: models[name] for name in MODELS}}) + "\n")
+    for path in (DATA, suite_large.DATA):
+        path.write_text(json.dumps({"source": __doc__.split("\n\n")[0], "seed": seed,
+                                    "models": {name: models[name] for name in MODELS
+                                               if _file(name) == path}}) + "\n")
 
 
 if __name__ == "__main__":

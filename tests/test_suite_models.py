@@ -173,3 +173,56 @@ def test_the_large_offset_reference_is_centred_on_the_readings_mean():
     _, _, _, mean, sd, _ = everyday.problem("large_offset", lambda *parts: parts)
     assert abs(mean[0] - y.mean()) < 0.05 * sd[0]
     assert sd[0] == pytest.approx(y.std(ddof=1) / np.sqrt(y.size), rel=0.05)
+
+
+def test_the_grid_adjacency_is_the_rook_neighbourhood():
+    """Area (r, c) of a 4 x 4 grid neighbours exactly (r +- 1, c) and (r, c +- 1) within
+    the grid: corners 2, edges 3, the inside 4; the matrix is symmetric."""
+    large = load("suite_large")
+    adjacency = large.grid_adjacency(4)
+    np.testing.assert_array_equal(adjacency, adjacency.T)
+    for r in range(4):
+        for c in range(4):
+            expected = {(r + dr) * 4 + (c + dc) for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1))
+                        if 0 <= r + dr < 4 and 0 <= c + dc < 4}
+            assert set(np.flatnonzero(adjacency[r * 4 + c])) == expected
+
+
+def test_the_car_prior_is_the_gaussian_of_its_precision():
+    """log CAR(phi | 0, alpha, tau) in the model is log N(phi | 0, (tau (D - alpha W))^-1)
+    by SciPy, D the neighbour counts and W the grid's adjacency."""
+    large = load("suite_large")
+    adjacency = large.grid_adjacency(large.GRID)
+    phi = np.random.default_rng(1).standard_normal(adjacency.shape[0])
+    alpha, tau, b0 = 0.7, 1.5, 0.3
+    with jax.enable_x64(True):
+        trace = handlers.trace(handlers.substitute(
+            large.car_poisson, {"b0": b0, "alpha": alpha, "tau": tau, "phi": phi})).get_trace(
+            np.ones(adjacency.shape[0]), np.ones(adjacency.shape[0]))
+        value = float(trace["phi"]["fn"].log_prob(phi))
+    precision = tau * (np.diag(adjacency.sum(1)) - alpha * adjacency)
+    expected = stats.multivariate_normal(np.zeros(phi.size), np.linalg.inv(precision)).logpdf(phi)
+    assert value == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["varying_intercepts", "many_groups"])
+def test_the_large_models_group_effects_are_the_ones_the_model_uses(name):
+    """The compared group effects (scale times z) plus the intercept give the mean of y in
+    a trace of the model (x's term added for the varying intercepts)."""
+    large = load("suite_large")
+    model, quantities, _ = large.MODELS[name]
+    if name == "many_groups":
+        args = (np.zeros((3000, 4)),)
+    else:
+        group = np.repeat(np.arange(large.VARYING_GROUPS), 2)
+        args = (group, np.linspace(-1.0, 1.0, group.size), np.zeros(group.size))
+    with jax.enable_x64(True):
+        trace = handlers.trace(handlers.seed(model, 8)).get_trace(*args)
+    draws = {s: np.asarray(v["value"])[None] for s, v in trace.items()
+             if v["type"] == "sample" and not v["is_observed"]}
+    q = quantities(draws)[0]
+    loc = np.asarray(trace["y"]["fn"].mean)
+    if name == "many_groups":
+        np.testing.assert_allclose(q[0] + q[3:], loc[:, 0], rtol=1e-9)
+    else:
+        np.testing.assert_allclose(q[0] + q[4:][args[0]] + q[1] * args[1], loc, rtol=1e-9)
