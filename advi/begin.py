@@ -32,7 +32,8 @@ class Begun(NamedTuple):
     """A fit up to its main loop: the compiled functions, keys (adapt, run, elbo), the
     initial state, how it was chosen, and seconds of compilation and of the start; where
     ``dtype="auto"`` refitted in float64, why (:func:`advi.precision.float32_shortfall`;
-    else None)."""
+    else None); where the fit continues another (:mod:`advi.anneal`), the mean that one
+    started from (else None)."""
 
     compiled: CompiledADVI
     keys: tuple[Array, Array, Array]
@@ -41,6 +42,7 @@ class Begun(NamedTuple):
     compile_s: float
     start_s: float
     promoted: str | None = None
+    origin: Any = None  # where a continued fit (advi.anneal) first started: its mean (K,)
 
 
 def begin(model: Callable | Target, model_args: tuple, model_kwargs: dict | None,

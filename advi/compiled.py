@@ -284,9 +284,9 @@ class CompiledADVI:
         return None if fns is None or fns.precision is None else np.asarray(
             fns.precision(np.asarray(zeta), self._drawn[1]), np.float64)
 
-    def initial_state(self) -> ADVIState:
-        """A fresh state at the initial q that :meth:`setup` drew (before any Laplace start)."""
-        return self._done.begin(self._drawn[0])
+    def initial_state(self, params: Any = None) -> ADVIState:
+        """A fresh state at ``params``, by default the initial q :meth:`setup` drew."""
+        return self._done.begin(self._drawn[0] if params is None else params)
 
     def run(self, state: ADVIState, eta: float, key: Array, salt: int, num_steps: int,
             trial: bool = False, narrowable: bool = False) -> Any:

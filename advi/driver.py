@@ -42,6 +42,20 @@ Clock = Callable[[], float]
 _PACKAGE = str(Path(__file__).parent)
 
 
+def recorded(fn: Callable[..., Any], *args: Any) -> tuple[Any, list]:
+    """``fn(*args)`` and the warnings it issued, recorded, not shown."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        return fn(*args), list(caught)
+
+
+def emitted(caught: list, result: Any) -> Any:
+    """``result``, after issuing the recorded warnings ``caught`` again."""
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return result
+
+
 def warn(message: str, category: type[Warning] = RuntimeWarning) -> None:
     """A warning of ``category`` attributed to the first caller outside this package (as
     pandas' ``find_stack_level`` does), whatever the depth it is raised at."""

@@ -16,19 +16,18 @@ import functools
 import logging
 import math
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from jax import Array
 
-from . import precision, robust, streaming
+from . import anneal, precision, robust, streaming
 from .begin import Begun, begin, float64_probes, in_float64, start_name
 from .checks import FELL_BACK_NOTE, STUCK_NOTE, end_of_fit_warnings
 from .compiled import CompiledADVI
 from .convergence import RelativeELBORule
-from .driver import MAX_ITER_PREFIX, Clock, Outcome, StoppingRule, drive, warn
+from .driver import MAX_ITER_PREFIX, Clock, Outcome, StoppingRule, drive, emitted, recorded, warn
 from .eta_search import STAN_POLICY, adapt_eta
 from .keys import raw_key
 from .options import Options
@@ -154,7 +153,7 @@ def fit(
                                  info.nonfinite)
     # the warnings are kept unless the fit is redone
     try:
-        result, caught = _recorded(_finish_in_scope, begun, o, checkpoint, clock, progress_bar,
+        result, caught = recorded(_finish_in_scope, begun, o, checkpoint, clock, progress_bar,
                                    name)
     except ADVIError as err:
         failed = precision.float32_failure(o.dtype, begun.promoted, err)
@@ -168,7 +167,7 @@ def fit(
         n.startswith(MAX_ITER_PREFIX) for n in notes))
     if doubt is None or not precision.carries_float64(
             begun.compiled.target, result.approximation.sample_zeta(begun.keys[2], 2)):
-        return _emitted(caught, result)
+        return emitted(caught, result)
     begun = again(begun, doubt, spent=result)
     return _finish_in_scope(begun, o, checkpoint, clock, progress_bar, name)
 
@@ -186,7 +185,7 @@ def _finish_in_scope(begun: Begun, o: Options, checkpoint: Callable | None, cloc
             if not _laplace_on_all_data(begun, o):
                 return finish(begun)
             try:
-                first, caught = _recorded(finish, begun)
+                first, caught = recorded(finish, begun)
             except ADVIError as err:  # from the Laplace start: once more from the initial q
                 if not bool(begun.start_info.laplace):
                     raise
@@ -195,12 +194,12 @@ def _finish_in_scope(begun: Begun, o: Options, checkpoint: Callable | None, cloc
                 return finish(_from_initial_q(begun, err.result))
             again, first = _second_begun(begun, first, clock)
             if again is None:
-                return _emitted(caught, first)
+                return emitted(caught, first)
             try:
-                second, caught_again = _recorded(finish, again)
+                second, caught_again = recorded(finish, again)
             except ADVIError as err:  # the first fit stands, with its own warnings
                 logger.info("the fit from the second start failed: %s", err)
-                return _emitted(caught, first)
+                return emitted(caught, first)
             return _larger_elbo(begun, (first, caught), (second, caught_again), checkpoint)
     finally:
         if isinstance(begun.compiled, streaming.StreamedADVI):
@@ -287,25 +286,23 @@ def _larger_elbo(begun: Begun, first: tuple[ADVIResult, list], second: tuple[ADV
     if kept_first and checkpoint is not None:
         checkpoint(CheckpointInfo(result.num_iterations, result.wall_s, elbo[0],
                                   result.approximation))
-    return _emitted(caught, result)
-
-
-def _recorded(fn: Callable[..., ADVIResult], *args: Any) -> tuple[ADVIResult, list]:
-    """``fn(*args)`` and the warnings it issued, recorded, not shown."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        return fn(*args), list(caught)
-
-
-def _emitted(caught: list, result: ADVIResult) -> ADVIResult:
-    """``result``, after issuing the recorded warnings ``caught`` again."""
-    for w in caught:
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return result
+    return emitted(caught, result)
 
 
 def _finish(begun: Begun, o: Options, checkpoint: Callable | None, clock: Clock,
             progress: Progress, *, preset: str | None) -> ADVIResult:
+    """:func:`_finish_once`, and where the gradient check finds its stop short of the
+    optimum, its continuation at a smaller eta (:mod:`advi.anneal`)."""
+    first, caught = recorded(_finish_once, begun, o, checkpoint, clock, progress, preset)
+    if not anneal.wanted(first, o):
+        return emitted(caught, first)
+    again, smaller = anneal.continued(begun, first, o)
+    return anneal.joined(first, _finish_once(again, smaller, checkpoint, clock, progress,
+                                             preset))
+
+
+def _finish_once(begun: Begun, o: Options, checkpoint: Callable | None, clock: Clock,
+                 progress: Progress, preset: str | None) -> ADVIResult:
     """The eta search (where eta is None), the main loop and the end-of-fit checks; the
     result records ``preset``, the preset's name (None: an :class:`advi.Options`)."""
     compiled, state0, start_info = begun.compiled, begun.state0, begun.start_info
@@ -329,7 +326,8 @@ def _finish(begun: Begun, o: Options, checkpoint: Callable | None, clock: Clock,
         result = checked_fullrank(result, state0.params if start_info.laplace else None)
     fell_back = (result.start if o.start == "laplace" and not bool(start_info.laplace)
                  else None)
-    start_mu = None if bool(start_info.laplace) else state0.params.mu
+    start_mu = None if bool(start_info.laplace) else (
+        state0.params.mu if begun.origin is None else begun.origin)
     spread = fitted_inflation(start_info.inflation, lambda: compiled.curvature(
         np.asarray(result.approximation.params.mu)))
     return _checked(result, compiled, start_mu, fell_back, elbo_key,
