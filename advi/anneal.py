@@ -37,18 +37,19 @@ logger = logging.getLogger("advi")
 
 ANNEAL_FACTOR = 10.0
 """The continuation's eta is the first run's divided by this (the robust preset's restarts
-divide it by as much)."""
+divide it by as much); 1 or less: no continuation."""
 
 
 def wanted(result: ADVIResult, o: Options) -> bool:
-    """Whether ``result`` continues (module docstring): a stop by the stationarity rule
-    (``o.stop == "rhat"``, ``result.converged``), a gradient warning on a few coordinates,
-    and room in ``max_iter`` for a stationarity window (:data:`MIN_WINDOW_CHUNKS` chunks of
+    """Whether ``result`` continues (module docstring; never where :data:`ANNEAL_FACTOR`
+    is 1 or less): a stop by the stationarity rule (``o.stop == "rhat"``,
+    ``result.converged``), a gradient warning on a few coordinates, and room in
+    ``max_iter`` for a stationarity window (:data:`MIN_WINDOW_CHUNKS` chunks of
     ``eval_elbo``) and its burn-in."""
     flagged = [w for w in result.warnings if w.startswith(GRADIENT_NOTE)]
     room = o.max_iter - result.num_iterations >= 2 * MIN_WINDOW_CHUNKS * o.eval_elbo
-    return (o.stop == "rhat" and result.converged and room and bool(flagged)
-            and not any(w.startswith(STUCK_NOTE) for w in flagged))
+    return (ANNEAL_FACTOR > 1 and o.stop == "rhat" and result.converged and room
+            and bool(flagged) and not any(w.startswith(STUCK_NOTE) for w in flagged))
 
 
 def continued(begun: Begun, result: ADVIResult, o: Options) -> tuple[Begun, Options]:

@@ -51,6 +51,8 @@ ABLATIONS: dict[str, tuple[list[str], str]] = {
     "spread_note": (["spread.SD_INFLATION_MAX=inf"], "no note of a mean-field q's sds"),
     "settled_rhat": (["stationarity.SETTLED_RHAT_MAX=inf"],
                      "after an accepted start the ELBO's rule stops whatever split R-hat"),
+    "anneal": (["anneal.ANNEAL_FACTOR=1"],
+               "no continuation at eta / 10 where the gradient check flags a few coordinates"),
     "laplace_starts": (["laplace_starts=1"], "one L-BFGS start, not nine"),
     "precondition": (["precondition=False"], "mean steps not scaled by q's sd"),
     "adam_b2": (["optimizer='adam'"], "Adam's b2 = 0.999 (optax's default), not 0.99"),
