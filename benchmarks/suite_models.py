@@ -51,8 +51,9 @@ of them; no default changed after):
   reference (10 coefficients).
 
 A second holdout of seven and a third of six, added 2026-11-30 in the same way, are
-written in :mod:`suite_holdout`, and a fourth of seven, added later the same day, in
-:mod:`suite_fourth`; all are registered here (``python benchmarks/suite_models.py NAME ...``
+written in :mod:`suite_holdout`, and a fourth of seven, a fifth of five and a sixth of
+five, added later the same day, in :mod:`suite_fourth`, :mod:`suite_large` and
+:mod:`suite_sixth`; all are registered here (``python benchmarks/suite_models.py NAME ...``
 computes the named models' entries).
 """
 
@@ -70,6 +71,7 @@ import numpy as np
 import suite_fourth
 import suite_holdout
 import suite_large
+import suite_sixth
 
 DATA = Path(__file__).resolve().parent / "suite_models.json"
 REFERENCE = "NumPyro NUTS float64, 4 x 5,000 draws (5,000 warm-up), target_accept 0.95"
@@ -300,6 +302,8 @@ def _simulate(name: str, rng: np.random.Generator) -> dict[str, Any]:
         return suite_fourth.simulate(name, rng)
     if name in suite_large.MODELS:
         return suite_large.simulate(name, rng)
+    if name in suite_sixth.MODELS:
+        return suite_sixth.simulate(name, rng)
     if name == "dirichlet_multinomial":
         return {"counts": [0.0, 1.0, 5.0, 30.0, 60.0, 4.0]}
     if name == "beta_binomial":
@@ -416,11 +420,12 @@ MODELS: dict[str, tuple[Callable[..., None], Callable[[dict], np.ndarray], int]]
     **suite_holdout.MODELS,
     **suite_fourth.MODELS,
     **suite_large.MODELS,
+    **suite_sixth.MODELS,
 }
 """Each model, the map from draws (site values with a leading draw axis) to the compared
 quantities, (S, D) float64, and K; the second and third holdouts' from
 :mod:`suite_holdout`, the fourth's from :mod:`suite_fourth`, the fifth's from
-:mod:`suite_large`."""
+:mod:`suite_large`, the sixth's from :mod:`suite_sixth`."""
 
 HOLDOUT = ("horseshoe_regression", "zero_inflated_poisson", "gaussian_mixture",
            "logistic_separation", "change_point", "errors_in_variables", "softmax_regression")
@@ -428,19 +433,26 @@ HOLDOUT = ("horseshoe_regression", "zero_inflated_poisson", "gaussian_mixture",
 
 INTEGER_DATA = {("ordered_logistic", "y"), ("softmax_regression", "y"),
                 *suite_holdout.INTEGER_DATA, *suite_fourth.INTEGER_DATA,
-                *suite_large.INTEGER_DATA}
+                *suite_large.INTEGER_DATA, *suite_sixth.INTEGER_DATA}
 """Arguments passed as int32 (the others float32)."""
 
 
+FILES = (DATA, suite_large.DATA, suite_sixth.DATA)
+"""Where the models' data and references are stored (each file under 1 MiB)."""
+
+
 def _file(name: str) -> Path:
-    """The file that stores model ``name``: :data:`suite_large.DATA` for the fifth
-    holdout's, else :data:`DATA`."""
-    return suite_large.DATA if name in suite_large.MODELS else DATA
+    """The file of :data:`FILES` that stores model ``name``: the fifth and sixth holdouts'
+    own, else :data:`DATA`."""
+    for module in (suite_large, suite_sixth):
+        if name in module.MODELS:
+            return module.DATA
+    return DATA
 
 
 @functools.cache
 def _stored() -> dict[str, Any]:
-    return {name: model for path in (DATA, suite_large.DATA) if path.exists()
+    return {name: model for path in FILES if path.exists()
             for name, model in json.loads(path.read_text())["models"].items()}
 
 
@@ -491,9 +503,9 @@ def _reference(name: str, data: dict[str, Any]) -> dict[str, Any]:
 
 def make_file(seed: int = 20261129, names: tuple[str, ...] = ()) -> None:
     """Simulate each model's data (NumPy's generator seeded by ``seed``, one stream per
-    model, by its index in :data:`MODELS`) and its reference, and write :data:`DATA` and
-    :data:`suite_large.DATA` (:func:`_file`); only the models ``names`` where given (the
-    others' entries kept as stored)."""
+    model, by its index in :data:`MODELS`) and its reference, and write each of
+    :data:`FILES` (:func:`_file`); only the models ``names`` where given (the others'
+    entries kept as stored)."""
     models = {} if not names else dict(_stored())
     for index, name in enumerate(MODELS):
         if names and name not in names:
@@ -502,7 +514,7 @@ def make_file(seed: int = 20261129, names: tuple[str, ...] = ()) -> None:
                 for k, v in _simulate(name, np.random.default_rng([seed, index])).items()}
         models[name] = {"data": data, **_reference(name, data)}
         print(name, models[name]["method"], flush=True)
-    for path in (DATA, suite_large.DATA):
+    for path in FILES:
         path.write_text(json.dumps({"source": __doc__.split("\n\n")[0], "seed": seed,
                                     "models": {name: models[name] for name in MODELS
                                                if _file(name) == path}}) + "\n")

@@ -226,3 +226,33 @@ def test_the_large_models_group_effects_are_the_ones_the_model_uses(name):
         np.testing.assert_allclose(q[0] + q[3:], loc[:, 0], rtol=1e-9)
     else:
         np.testing.assert_allclose(q[0] + q[4:][args[0]] + q[1] * args[1], loc, rtol=1e-9)
+
+
+def _latent_draws(trace):
+    return {s: np.asarray(v["value"])[None] for s, v in trace.items()
+            if v["type"] == "sample" and not v["is_observed"]}
+
+
+def test_the_ar_states_are_the_ones_the_model_uses():
+    """The compared states (the stationary first state, then phi times the last plus sigma
+    times an innovation, by a loop in NumPy) give the model's Poisson rates."""
+    sixth = load("suite_sixth")
+    with jax.enable_x64(True):
+        trace = handlers.trace(handlers.seed(sixth.poisson_ar_states, 9)).get_trace(
+            np.zeros(sixth.DAYS))
+    q = sixth.ar_quantities(_latent_draws(trace))[0]
+    np.testing.assert_allclose(np.exp(q[0] + q[3:]), np.asarray(trace["y"]["fn"].mean),
+                               rtol=1e-9)
+
+
+def test_the_nested_effects_are_the_ones_the_model_uses():
+    """mu plus a pupil's district effect and school effect is the mean of its outcome."""
+    sixth = load("suite_sixth")
+    school = np.arange(sixth.SCHOOLS)
+    with jax.enable_x64(True):
+        trace = handlers.trace(handlers.seed(sixth.nested_hierarchy, 10)).get_trace(
+            school, np.zeros(school.size))
+    q = sixth.nested_quantities(_latent_draws(trace))[0]
+    district = school // (sixth.SCHOOLS // sixth.DISTRICTS)
+    mean = q[0] + q[4:4 + sixth.DISTRICTS][district] + q[4 + sixth.DISTRICTS:][school]
+    np.testing.assert_allclose(mean, np.asarray(trace["y"]["fn"].mean), rtol=1e-9)
