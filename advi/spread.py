@@ -23,16 +23,21 @@ So the mode's is a free screen and q's mean decides: a mean-field fit from an ac
 Laplace start whose largest sqrt(VIF_k) at the mode exceeds :data:`SD_INFLATION_MAX`
 forms -H at q's mean (:meth:`advi.compiled.CompiledADVI.curvature`: 2K gradients by
 differences, or the exact Hessian already compiled), and notes its sds where the largest
-sqrt(VIF_k) there exceeds it too (:func:`fitted_inflation`, :func:`spread_note`). Nothing
-is said where no -H was formed (a refused or random start, K above ``hessian_max_dim``),
-where -H at q's mean is not positive definite, or for a full-rank q, whose covariance can
-express the correlations. Curvature that is not correlation (a banana) is not seen.
+sqrt(VIF_k) there exceeds it too (:func:`fitted_inflation`, :func:`spread_note`). Where -H
+at q's mean is not positive definite (log p is not concave there) the mode's factors
+decide: a latent AR(1)'s mean-field fit ended there with its coefficient 8.7 posterior sds
+off (full-rank: 0.13), and stochastic volatility models, a regularised horseshoe, a
+Brownian bridge and a Gaussian process with sds 3-25x too small (benchmarks/README.md,
+"Mean-field's sds: what predicts them"). Nothing is said
+where no -H was formed (a refused or random start, K above ``hessian_max_dim``), or for a
+full-rank q, whose covariance can express the correlations. Curvature that is not
+correlation (a banana) is not seen.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -76,25 +81,42 @@ def sd_inflation(precision: np.ndarray | None) -> np.ndarray | None:
     return inflation(np.sqrt(marginal), precision)
 
 
+class Spread(NamedTuple):
+    """What :func:`fitted_inflation` found: sqrt(VIF_k), (K,) float64, and where -H was
+    taken (``at``: "q's mean", or the mode where -H at q's mean is not definite)."""
+
+    inflation: np.ndarray
+    at: str
+
+
+AT_MODE = "the Laplace mode (-H at q's mean is not positive definite)"
+""":attr:`Spread.at` where the mode's factors decide."""
+
+
 def fitted_inflation(at_mode: np.ndarray | None,
-                     curvature_at_mean: Callable[[], np.ndarray | None]
-                     ) -> np.ndarray | None:
-    """:func:`sd_inflation` at q's mean, (K,) float64, from ``curvature_at_mean()`` (-H
-    there, (K, K)), formed only where the mode's ``at_mode`` ((K,), or None: no note)
-    exceeds :data:`SD_INFLATION_MAX` somewhere; else None."""
+                     curvature_at_mean: Callable[[], np.ndarray | None]) -> Spread | None:
+    """:func:`sd_inflation` at q's mean from ``curvature_at_mean()`` (-H there, (K, K), or
+    None where no -H can be formed), formed only where the mode's ``at_mode`` ((K,), or
+    None: no note) exceeds :data:`SD_INFLATION_MAX` somewhere; the mode's own where -H at
+    q's mean is not positive definite (:data:`AT_MODE`); else None."""
     if at_mode is None or not np.max(at_mode) > SD_INFLATION_MAX:
         return None
-    return sd_inflation(curvature_at_mean())
-
-
-def spread_note(inflation: np.ndarray | None,
-                unravel: Callable[[Any], dict] | None = None) -> str | None:
-    """The end-of-fit note of a mean-field fit whose :func:`fitted_inflation` is
-    ``inflation`` ((K,) float64, or None: no note), where its largest entry exceeds
-    :data:`SD_INFLATION_MAX`; else None. ``unravel`` (zeta (K,) -> {site: array}, a NumPyro
-    target's layout) names the sites of the largest factors."""
-    if inflation is None or not np.max(inflation) > SD_INFLATION_MAX:
+    precision = curvature_at_mean()
+    if precision is None:
         return None
+    at_mean = sd_inflation(precision)
+    return Spread(at_mode, AT_MODE) if at_mean is None else Spread(at_mean, "q's mean")
+
+
+def spread_note(spread: Spread | None,
+                unravel: Callable[[Any], dict] | None = None) -> str | None:
+    """The end-of-fit note of a mean-field fit whose :func:`fitted_inflation` is ``spread``
+    (or None: no note), where its largest factor exceeds :data:`SD_INFLATION_MAX`; else
+    None. ``unravel`` (zeta (K,) -> {site: array}, a NumPyro target's layout) names the
+    sites of the largest factors."""
+    if spread is None or not np.max(spread.inflation) > SD_INFLATION_MAX:
+        return None
+    inflation = spread.inflation
     wide = int(np.sum(inflation > SD_INFLATION_MAX))
     where = f"{wide} of {inflation.size} coordinates above {SD_INFLATION_MAX:g}x"
     if unravel is not None:
@@ -102,7 +124,7 @@ def spread_note(inflation: np.ndarray | None,
         top = sorted((s for s in largest if largest[s] > SD_INFLATION_MAX),
                      key=largest.__getitem__, reverse=True)[:NAMED_SITES]
         where += ": " + ", ".join(f"{site} {largest[site]:.3g}x" for site in top)
-    return (f"{SPREAD_NOTE}, the posterior's conditional sds: at q's mean the posterior's "
+    return (f"{SPREAD_NOTE}, the posterior's conditional sds: at {spread.at} the posterior's "
             f"marginal sds are up to {float(np.max(inflation)):.3g} times larger ({where}; "
             "correlations a mean-field q cannot express), so draws and intervals "
             "understate the uncertainty there; fit family='fullrank', or use "

@@ -1,6 +1,7 @@
 """advi.spread: a mean-field q's sds against the posterior's marginal ones, and the note of
 a fit whose sds are far too small."""
 
+import re
 import warnings
 
 import jax
@@ -12,8 +13,10 @@ import pytest
 
 import advi
 from advi.spread import (
+    AT_MODE,
     SD_INFLATION_MAX,
     SPREAD_NOTE,
+    Spread,
     fitted_inflation,
     sd_inflation,
     spread_note,
@@ -36,14 +39,15 @@ def test_the_inflation_is_the_marginal_over_the_conditional_sd():
 
 def test_the_note_names_the_factor_the_sites_and_the_remedies():
     assert spread_note(None) is None
-    assert spread_note(np.array([1.0, SD_INFLATION_MAX])) is None
-    inflation = np.array([1.0, 3.0, 50.0])
+    assert spread_note(Spread(np.array([1.0, SD_INFLATION_MAX]), "q's mean")) is None
+    inflation = Spread(np.array([1.0, 3.0, 50.0]), "q's mean")
     note = spread_note(inflation)
-    assert note.startswith(SPREAD_NOTE)
+    assert note.startswith(SPREAD_NOTE) and "at q's mean" in note
     assert "up to 50 times" in note and "2 of 3 coordinates" in note
     assert "family='fullrank'" in note and "linear_response" in note
     named = spread_note(inflation, lambda z: {"a": z[:1], "b": z[1:]})
     assert "b 50x" in named and "a 1" not in named  # a's factor is below 2: not named
+    assert f"at {AT_MODE}" in spread_note(inflation._replace(at=AT_MODE))
 
 
 def _correlated(rho: float) -> np.ndarray:
@@ -60,12 +64,15 @@ def test_the_curvature_at_q_mean_is_formed_only_where_the_mode_screens_it_in():
     assert fitted_inflation(np.array([1.0, SD_INFLATION_MAX]), at_mean(_correlated(0.99))) is None
     assert not formed  # no -H at q's mean where the mode's factor is at most 2
     # a funnel: large at the mode, small at q's mean, which decides
-    assert max(fitted_inflation(np.array([1.0, 214.0]), at_mean(_correlated(0.5)))) < 2
+    funnel = fitted_inflation(np.array([1.0, 214.0]), at_mean(_correlated(0.5)))
+    assert max(funnel.inflation) < 2 and funnel.at == "q's mean"
     np.testing.assert_allclose(fitted_inflation(np.array([9.0, 1.0]),
-                                                at_mean(_correlated(0.99))),
+                                                at_mean(_correlated(0.99))).inflation,
                                1 / np.sqrt(1 - 0.99**2), rtol=1e-10)
     assert fitted_inflation(np.array([9.0]), at_mean(None)) is None
-    assert fitted_inflation(np.array([9.0, 1.0]), at_mean(_correlated(2.0))) is None
+    # -H at q's mean indefinite: the mode's factors decide
+    indefinite = fitted_inflation(np.array([9.0, 1.0]), at_mean(_correlated(2.0)))
+    assert indefinite.at == AT_MODE and list(indefinite.inflation) == [9.0, 1.0]
     assert len(formed) == 4
 
 
@@ -167,3 +174,40 @@ def test_a_funnels_mode_says_nothing_of_its_spread():
     assert fit.start.startswith("laplace"), fit.start  # the mode was found and screened
     assert not any(n.startswith(SPREAD_NOTE) for n in fit.warnings), fit.warnings
 
+
+
+def _latent_ar1(y):
+    mu = numpyro.sample("mu", dist.Normal(0.0, 3.0))
+    phi = numpyro.sample("phi", dist.Uniform(-1.0, 1.0))
+    sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+    z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([y.shape[0]]).to_event(1))
+
+    def step(previous, innovation):
+        state = phi * previous + sigma * innovation
+        return state, state
+
+    first = sigma / jnp.sqrt(1.0 - phi**2) * z[0]
+    _, rest = jax.lax.scan(step, first, z[1:])
+    rate = jnp.exp(mu + jnp.concatenate([first[None], rest]))
+    numpyro.sample("y", dist.Poisson(rate).to_event(1), obs=y)
+
+
+def test_where_q_mean_is_not_concave_the_modes_factors_decide():
+    """Counts on a latent AR(1) (phi = 0.9, 100 days), non-centred: -H at the mean-field
+    q's mean has a negative eigenvalue, and the note falls back to the Laplace mode's
+    factors. It is warranted: the mean-field phi ends more than 5 of a full-rank fit's
+    sds below the full-rank fit's (the family cannot hold the states' correlations)."""
+    rng = np.random.default_rng(0)
+    states = np.zeros(100)
+    states[0] = 0.3 / np.sqrt(1 - 0.81) * rng.standard_normal()
+    for t in range(1, 100):
+        states[t] = 0.9 * states[t - 1] + 0.3 * rng.standard_normal()
+    y = rng.poisson(np.exp(1.5 + states)).astype(np.float32)
+    key = jax.random.PRNGKey(0)
+    with pytest.warns(advi.SpreadWarning, match=re.escape(f"at {AT_MODE}")):
+        mean_field = advi.fit(_latent_ar1, y, rng_key=key, preset="robust",
+                              progress_bar=False)
+    full = advi.fit(_latent_ar1, y, rng_key=key, preset="robust", family="fullrank",
+                    max_iter=4000, progress_bar=False)
+    phi = [fit.sample(jax.random.PRNGKey(1), 4000)["phi"] for fit in (mean_field, full)]
+    assert float(jnp.mean(phi[1]) - jnp.mean(phi[0])) > 5 * float(jnp.std(phi[1]))
