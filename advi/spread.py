@@ -28,7 +28,7 @@ at q's mean is not positive definite (log p is not concave there) the mode's fac
 decide: a latent AR(1)'s mean-field fit ended there with its coefficient 8.7 posterior sds
 off (full-rank: 0.13), and stochastic volatility models, a regularised horseshoe, a
 Brownian bridge and a Gaussian process with sds 3-25x too small (benchmarks/README.md,
-"Mean-field's sds: what predicts them"). Nothing is said
+"Where -H at q's mean is not positive definite"). Nothing is said
 where no -H was formed (a refused or random start, K above ``hessian_max_dim``), or for a
 full-rank q, whose covariance can express the correlations. Curvature that is not
 correlation (a banana) is not seen.
@@ -49,7 +49,8 @@ than this factor in some coordinate (sqrt(VIF) at the Laplace mode and at q's me
 
 class SpreadWarning(RuntimeWarning):
     """A mean-field fit's sds are far smaller than the posterior's (:func:`spread_note`);
-    its means are not at issue. Silence it alone with
+    the note is about its sds, though where it reads the Laplace mode's factors
+    (:data:`AT_MODE`) a full-rank q may move some means too. Silence it alone with
     ``warnings.filterwarnings("ignore", category=advi.SpreadWarning)``."""
 
 

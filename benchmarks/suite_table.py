@@ -29,9 +29,17 @@ def _median(values: list[float]) -> float:
 
 
 def silent(row: dict[str, Any]) -> bool:
-    """Far off (RMS z > FAR_OFF, or non-finite draws) with no warning and no error."""
+    """Far off (RMS z > FAR_OFF, or non-finite draws) with no warning about its means (a
+    note of its sds alone, as :func:`false_alarm` reads it, does not count) and no error."""
     off = row["rms_z"] > FAR_OFF or row["nonfinite"]
-    return bool(off and not row["warned"] and not row["raised"])
+    return bool(off and not _about_means(row) and not row["raised"])
+
+
+def _about_means(row: dict[str, Any]) -> bool:
+    """Warned, other than of its sds (``advi.spread.SPREAD_NOTE``)."""
+    notes = row.get("notes")
+    return bool(row["warned"] if notes is None else any(
+        not note.startswith(SPREAD_NOTE) for note in notes))
 
 
 def sd_silent(row: dict[str, Any]) -> bool:
@@ -43,10 +51,7 @@ def sd_silent(row: dict[str, Any]) -> bool:
 def false_alarm(row: dict[str, Any]) -> bool:
     """Warned, other than of its sds (``advi.spread.SPREAD_NOTE``: a note of the spread,
     not the means), on a fit within CLOSE."""
-    notes = row.get("notes")
-    about_means = row["warned"] if notes is None else any(
-        not note.startswith(SPREAD_NOTE) for note in notes)
-    return bool(about_means and row["rms_z"] <= CLOSE)
+    return bool(_about_means(row) and row["rms_z"] <= CLOSE)
 
 
 def spread_alarm(row: dict[str, Any]) -> bool:

@@ -69,6 +69,9 @@ def test_tables_count_silent_far_off_fits_and_false_alarms(tmp_path):
               "max_log_sd": 1.0}]  # one quantity 2.7x off: the note is right
     assert "| advi_robust | 4 | 0.100 | 0 | 0 | 0 | 1 of 4 | 0.50 | 0 | 2 |" in "\n".join(
         table.summary(noted))
+    far = {**row("a", "advi_robust", 2.0, warned=True), "notes": [spread]}
+    assert table.silent(far)  # a note of its sds does not speak for its means
+    assert not table.silent({**far, "notes": [spread, "max_iter"]})
     page = tmp_path / "docs" / "library" / "generalisation.md"
     page.parent.mkdir(parents=True)
     page.write_text(f"head\n{table.BEGIN}\nold\n{table.END}\ntail\n")
