@@ -53,8 +53,8 @@ of them; no default changed after):
 A second holdout of seven and a third of six, added 2026-11-30 in the same way, are
 written in :mod:`suite_holdout`, and a fourth of seven, a fifth of five and a sixth of
 five, added later the same day, in :mod:`suite_fourth`, :mod:`suite_large` and
-:mod:`suite_sixth`; all are registered here (``python benchmarks/suite_models.py NAME ...``
-computes the named models' entries).
+:mod:`suite_sixth`, and a seventh of seven in :mod:`suite_seventh`; all are registered
+here (``python benchmarks/suite_models.py NAME ...`` computes the named models' entries).
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ import numpy as np
 import suite_fourth
 import suite_holdout
 import suite_large
+import suite_seventh
 import suite_sixth
 
 DATA = Path(__file__).resolve().parent / "suite_models.json"
@@ -304,6 +305,8 @@ def _simulate(name: str, rng: np.random.Generator) -> dict[str, Any]:
         return suite_large.simulate(name, rng)
     if name in suite_sixth.MODELS:
         return suite_sixth.simulate(name, rng)
+    if name in suite_seventh.MODELS:
+        return suite_seventh.simulate(name, rng)
     if name == "dirichlet_multinomial":
         return {"counts": [0.0, 1.0, 5.0, 30.0, 60.0, 4.0]}
     if name == "beta_binomial":
@@ -421,11 +424,13 @@ MODELS: dict[str, tuple[Callable[..., None], Callable[[dict], np.ndarray], int]]
     **suite_fourth.MODELS,
     **suite_large.MODELS,
     **suite_sixth.MODELS,
+    **suite_seventh.MODELS,
 }
 """Each model, the map from draws (site values with a leading draw axis) to the compared
 quantities, (S, D) float64, and K; the second and third holdouts' from
 :mod:`suite_holdout`, the fourth's from :mod:`suite_fourth`, the fifth's from
-:mod:`suite_large`, the sixth's from :mod:`suite_sixth`."""
+:mod:`suite_large`, the sixth's from :mod:`suite_sixth`, the seventh's from
+:mod:`suite_seventh`."""
 
 HOLDOUT = ("horseshoe_regression", "zero_inflated_poisson", "gaussian_mixture",
            "logistic_separation", "change_point", "errors_in_variables", "softmax_regression")
@@ -433,18 +438,19 @@ HOLDOUT = ("horseshoe_regression", "zero_inflated_poisson", "gaussian_mixture",
 
 INTEGER_DATA = {("ordered_logistic", "y"), ("softmax_regression", "y"),
                 *suite_holdout.INTEGER_DATA, *suite_fourth.INTEGER_DATA,
-                *suite_large.INTEGER_DATA, *suite_sixth.INTEGER_DATA}
+                *suite_large.INTEGER_DATA, *suite_sixth.INTEGER_DATA,
+                *suite_seventh.INTEGER_DATA}
 """Arguments passed as int32 (the others float32)."""
 
 
-FILES = (DATA, suite_large.DATA, suite_sixth.DATA)
+FILES = (DATA, suite_large.DATA, suite_sixth.DATA, suite_seventh.DATA)
 """Where the models' data and references are stored (each file under 1 MiB)."""
 
 
 def _file(name: str) -> Path:
-    """The file of :data:`FILES` that stores model ``name``: the fifth and sixth holdouts'
-    own, else :data:`DATA`."""
-    for module in (suite_large, suite_sixth):
+    """The file of :data:`FILES` that stores model ``name``: the fifth, sixth and seventh
+    holdouts' own, else :data:`DATA`."""
+    for module in (suite_large, suite_sixth, suite_seventh):
         if name in module.MODELS:
             return module.DATA
     return DATA

@@ -256,3 +256,77 @@ def test_the_nested_effects_are_the_ones_the_model_uses():
     district = school // (sixth.SCHOOLS // sixth.DISTRICTS)
     mean = q[0] + q[4:4 + sixth.DISTRICTS][district] + q[4 + sixth.DISTRICTS:][school]
     np.testing.assert_allclose(mean, np.asarray(trace["y"]["fn"].mean), rtol=1e-9)
+
+
+def _cjs_by_enumeration(history, phi, p):
+    """P(history after its first capture) by summing over the occasion of death (alive
+    through occasion d, dead after it), a loop in plain Python."""
+    occasions = len(history)
+    first = history.index(1)
+    total = 0.0
+    for death in range(first, occasions):  # the last occasion alive
+        chance = 1.0
+        for t in range(first, death):
+            seen = history[t + 1]
+            chance *= phi[t] * (p[t] if seen else 1.0 - p[t])
+        chance *= (1.0 - phi[death]) if death < occasions - 1 else 1.0
+        if any(history[death + 1:]):
+            chance = 0.0
+        total += chance
+    return total
+
+
+def test_the_capture_recapture_likelihood_sums_the_unseen_states_out():
+    """The CJS model's log density at given survival and recapture chances is the sum of
+    its priors' (Beta(1, 1): 0) and each history's probability by enumeration of the
+    occasion of death."""
+    seventh = load("suite_seventh")
+    histories = [[1, 0, 1, 0, 0], [0, 1, 1, 1, 0], [0, 0, 1, 0, 0], [1, 1, 0, 0, 1],
+                 [0, 0, 0, 1, 0]]
+    phi, p = np.array([0.8, 0.6, 0.7, 0.9]), np.array([0.5, 0.3, 0.6, 0.4])
+    with jax.enable_x64(True):
+        value, _ = log_density(seventh.cjs_survival, (np.array(histories, np.int32),), {},
+                               {"phi": phi, "p": p})
+    expected = sum(np.log(_cjs_by_enumeration(h, phi, p)) for h in histories)
+    assert float(value) == pytest.approx(expected, rel=1e-10)
+
+
+def test_the_selection_likelihood_integrates_the_joint_normal():
+    """The Heckman model's log density is its priors' plus, per row, the bivariate normal
+    of (selection error, outcome error) integrated over the selection error where the row
+    is selected (its outcome observed) or not (SciPy's quadrature and normal cdf)."""
+    from scipy import integrate
+
+    seventh = load("suite_seventh")
+    x, z = np.array([0.5, -1.0, 1.5]), np.array([1.0, 0.2, -0.7])
+    selected, y = np.array([1, 0, 1], np.int32), np.array([1.8, 0.0, 0.4])
+    b, g, sigma, rho = np.array([1.0, 0.7]), np.array([0.2, 1.0]), 1.5, 0.6
+    with jax.enable_x64(True):
+        value, _ = log_density(seventh.heckman_selection, (x, z, selected, y), {},
+                               {"b": b, "g": g, "sigma": sigma, "rho": rho})
+    joint = stats.multivariate_normal([0.0, 0.0], [[1.0, rho * sigma], [rho * sigma, sigma**2]])
+    expected = (stats.norm(0, 2.5).logpdf([*b, *g]).sum() + stats.halfnorm(scale=2.0)
+                .logpdf(sigma) + np.log(0.5))
+    for xi, zi, si, yi in zip(x, z, selected, y, strict=True):
+        index = g[0] + g[1] * zi
+        if si:
+            residual = yi - b[0] - b[1] * xi
+            mass, _ = integrate.quad(lambda u, e: joint.pdf([u, e]), -index, np.inf,
+                                     args=(residual,), epsabs=1e-13)
+            expected += np.log(mass)
+        else:
+            expected += stats.norm.logcdf(-index)
+    assert float(value) == pytest.approx(expected, rel=1e-8)
+
+
+def test_the_gp_logits_are_the_ones_the_model_uses():
+    """The compared f (the Cholesky factor of the kernel, in NumPy, times z) are the
+    Bernoulli logits of the model's trace."""
+    seventh = load("suite_seventh")
+    x = np.linspace(0.0, 10.0, seventh.GP_POINTS)
+    with jax.enable_x64(True):
+        trace = handlers.trace(handlers.seed(seventh.gp_classification, 11)).get_trace(
+            x, np.zeros(x.size))
+    q = seventh.gp_quantities(_latent_draws(trace))[0]
+    np.testing.assert_allclose(q[2:], np.asarray(trace["y"]["fn"].logits), rtol=1e-9,
+                               atol=1e-12)
