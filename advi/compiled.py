@@ -53,10 +53,9 @@ from .chunk import TRACE_SALT, make_chunk, step_eps, with_elbo
 from .curvature import cheaper_precision
 from .elbo_batches import elbo_compiler, make_elbo
 from .families import Family, host_standard_normal
-from .initial import finite_params
+from .initial import failing_draws, finite_params
 from .laplace import LaplaceStart, LogDensityFunctions, log_density_functions
-from .multistart import EXTRA_STARTS, StartInfo, multistart_laplace
-from .precision import log_p_spacing, start_resolution
+from .multistart import EXTRA_STARTS, StartInfo, multistart_laplace, start_info
 from .refit import second_start
 from .step import ADVIState, fresh_state
 from .target import Target
@@ -254,14 +253,11 @@ class CompiledADVI:
             start, note, warn = multistart_laplace(done.laplace, self.family, params.mu,
                                                    (batch_key, self.target.data), int(seed),
                                                    extra_starts)
-            info = StartInfo(start.ok, start.steps, start.grad_norm, note, warn,
-                             scaled=start.ok and done.laplace.precision is not None,
-                             resolution=start_resolution(start),
-                             log_p_spacing=log_p_spacing(start.log_p),
-                             nonfinite=start.nonfinite, log_p=start.log_p,
-                             inflation=start.inflation)
-            if start.ok:
-                params = start.params
+            failing = None if start.ok or not start.nonfinite else failing_draws(
+                done.value_and_grad, start.params.mu, params, (batch_key, self.target.data),
+                int(seed))
+            info = start_info(start, note, warn, done.laplace.precision is not None, failing)
+            params = start.params if start.ok else params
             self._refused_end = None if start.ok else np.asarray(start.params.mu)
         return keys, done.begin(params), info
 

@@ -145,7 +145,7 @@ def fit(
         begun = begin(model, model_args, model_kwargs, o, rng_key, clock)
     info = begun.start_info
     shortfall = precision.float32_shortfall(o.dtype, info.resolution, bool(info.laplace),
-                                            info.log_p_spacing)
+                                            info.log_p_spacing, info.failing, begun.compiled.target)
     again = functools.partial(in_float64, model, model_args, model_kwargs, o, rng_key, clock)
     if shortfall is not None:
         begun = again(begun, shortfall)

@@ -32,6 +32,9 @@ INIT_TRIES = 100
 """Initial means drawn in all before the first one is kept whatever log p is there (Stan's
 ``MAX_INIT_TRIES``)."""
 
+FAILING_PROBES = 10
+"""Draws at which :func:`failing_draws` evaluates log p."""
+
 
 def finite_start(value_and_grad: Callable[[np.ndarray], Any],
                  draw: Callable[[int], np.ndarray], mu: np.ndarray) -> tuple[np.ndarray, int]:
@@ -115,3 +118,22 @@ def refuse_flat(grads: list[np.ndarray], unravel: Callable[[Any], dict] | None =
         "a prior, or remove it; NumPyro's obs_mask makes such a site (name_unobserved holds "
         "every element, the observed ones without density): declare only the missing "
         "values as a latent site instead")
+
+
+def failing_draws(value_and_grad: Callable[[np.ndarray, Any], Any], centre: np.ndarray,
+                  params: Any, data: Any, seed: int, probes: int = FAILING_PROBES
+                  ) -> np.ndarray:
+    """The draws of N(``centre``, q's covariance) at which log p or its gradient is not
+    finite: (n, K) of ``probes`` draws, NumPy's generator seeded (``seed``, ``probes``), in
+    q's dtype, each evaluated by the compiled ``value_and_grad(zeta, data)`` (nothing
+    compiled). ``centre`` (K,): where a refused Laplace start's search ended; ``params``:
+    the initial q's (mean-field or full-rank, NumPy arrays), whose scales the fit starts
+    from. :func:`advi.precision.float32_shortfall` reads them."""
+    mu = np.asarray(params.mu)
+    eps = np.random.default_rng([seed, probes]).standard_normal((probes, mu.size))
+    spread = (eps * np.exp(np.asarray(params.omega, np.float64)) if hasattr(params, "omega")
+              else eps @ np.tril(np.asarray(params.L, np.float64)).T)
+    draws = np.asarray(np.asarray(centre, np.float64) + spread, mu.dtype)
+    failed = [not (np.isfinite(value) and np.all(np.isfinite(grad))) for value, grad in
+              (jax.device_get(value_and_grad(zeta, data)) for zeta in draws)]
+    return draws[np.asarray(failed, bool)]

@@ -42,6 +42,7 @@ import numpy as np
 from .families import Family
 from .laplace import GRAD_RTOL, LaplaceStart, LogDensityFunctions, laplace_start
 from .lbfgs import find_mode
+from .precision import log_p_spacing, start_resolution
 
 EXTRA_STARTS = 8
 """L-BFGS starts from U(-2, 2) besides the one from the fit's initial mean. Lotka-Volterra's
@@ -92,7 +93,10 @@ class StartInfo(NamedTuple):
     ``nonfinite``; ``log_p`` (nats) where the start's search ended; ``again``: the start
     is a second one: with ``laplace``, from a fit's mean (:mod:`advi.refit`); without, the
     initial q after the fit from the Laplace start did not reach the optimum; ``inflation``:
-    the start's :attr:`advi.laplace.LaplaceStart.inflation`."""
+    the start's :attr:`advi.laplace.LaplaceStart.inflation`; ``failing``: where a start
+    refused met non-finite values, the draws around where its search ended, at the initial
+    q's scales, at which log p is not finite (:func:`advi.initial.failing_draws`, (n, K)),
+    else None."""
 
     laplace: bool
     steps: int
@@ -106,6 +110,16 @@ class StartInfo(NamedTuple):
     log_p: float = math.nan
     again: bool = False
     inflation: np.ndarray | None = None
+    failing: np.ndarray | None = None
+
+
+def start_info(start: LaplaceStart, note: str | None, warn: bool, hessian: bool,
+               failing: np.ndarray | None) -> StartInfo:
+    """The :class:`StartInfo` of a Laplace start (``hessian``: it can form -H)."""
+    return StartInfo(start.ok, start.steps, start.grad_norm, note, warn,
+                     scaled=start.ok and hessian, resolution=start_resolution(start),
+                     log_p_spacing=log_p_spacing(start.log_p), nonfinite=start.nonfinite,
+                     log_p=start.log_p, inflation=start.inflation, failing=failing)
 
 
 def _mode(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: Any) -> Mode | None:

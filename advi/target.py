@@ -297,6 +297,24 @@ def from_numpyro(
     )
 
 
+def device_array(leaf: jax.Array | np.ndarray) -> jax.Array:
+    """A model's array on the device, a floating one at least as wide as the fit's float
+    (``jnp.result_type(float)``): in a float64 fit (``dtype="float64"``, or ``"auto"``
+    promoted) float32 data become float64 (exactly), so that arithmetic on the data alone
+    runs in float64 too (a kernel's squared distances of float32 inputs, whose rounding
+    left a Gaussian process's covariance with a 1e-6 jitter not positive definite, where
+    float64 factors it). Else the dtype is kept, and given: a weakly typed array
+    (``jnp.full(7, 2.0)``) becomes strongly typed, so that equal shapes and dtypes always
+    hit the same compiled code; a NumPy array is copied to the device as it is
+    (``jnp.asarray`` would compile a small program per shape)."""
+    dtype = leaf.dtype
+    if jnp.issubdtype(dtype, jnp.floating):
+        dtype = jnp.promote_types(dtype, jnp.result_type(float))
+    if isinstance(leaf, np.ndarray):
+        return jax.device_put(leaf.astype(dtype, copy=False))
+    return jnp.asarray(leaf, dtype=dtype)
+
+
 def _ravel(shapes: dict[str, tuple[int, ...]]) -> tuple[int, Callable[[Array], dict]]:
     """K and ``unravel(zeta (K,)) -> {site: array}`` of ``jax.flatten_util.ravel_pytree``
     for the sites' shapes, found in ``jax.eval_shape``: no XLA op runs (eagerly, each would
@@ -358,12 +376,7 @@ def _split_data(
                     "them, or set them to any finite value and pass a mask the model "
                     "applies (the observed site's obs_mask, or numpyro.handlers.mask)"
                 )
-    # dtype given: a weakly typed array (jnp.full(7, 2.0)) becomes strongly typed, so that
-    # equal shapes and dtypes always hit the same compiled code; a NumPy array is copied to
-    # the device as it is (jnp.asarray would compile a small program per shape)
-    data = tuple(jax.device_put(leaf) if isinstance(leaf, np.ndarray)
-                 else jnp.asarray(leaf, dtype=leaf.dtype)
-                 for leaf, a in zip(leaves, is_array, strict=True) if a)
+    data = tuple(device_array(leaf) for leaf, a in zip(leaves, is_array, strict=True) if a)
     signature = (treedef, tuple(
         (leaf.shape, str(leaf.dtype)) if a else (type(leaf), leaf)
         for leaf, a in zip(leaves, is_array, strict=True)

@@ -159,15 +159,20 @@ def _wall_in_float32(z):
     return -0.5 * jnp.sum(z**2)
 
 
-def test_auto_redoes_a_float32_fit_that_raised_in_float64_and_names_why():
+def test_auto_redoes_a_float32_fit_that_raised_in_float64_and_names_why(monkeypatch):
     """A float32 fit that raises (non-finite draws at the smallest eta) is redone in float64
     under ``dtype="auto"`` (``advi.precision.float32_failure``); a forced float32 fit
-    raises, naming float64 as the remedy, and a float64 fit's error does not."""
+    raises, naming float64 as the remedy, and a float64 fit's error does not. (The wall's
+    NaNs around the refused start's end send the fit to float64 before its loop,
+    ``FAILING_SHARE``; lifted here, the float32 fit runs and raises.)"""
     target = advi.from_log_density(_wall_in_float32, dim=1)
     key = jax.random.PRNGKey(0)
     with pytest.raises(advi.ADVIError, match="smallest eta") as err:
         advi.fit(target, rng_key=key, preset="robust", dtype="float32", khat_samples=0)
     assert 'fit in float64 (dtype="float64"' in str(err.value)
+    early = advi.fit(target, rng_key=key, preset="robust", khat_samples=0)
+    assert "float64 (float32 gives a non-finite log p at" in early.start
+    monkeypatch.setattr(precision, "FAILING_SHARE", 2.0)
     redone = advi.fit(target, rng_key=key, preset="robust", khat_samples=0)
     assert redone.params.mu.dtype == np.float64
     assert "float64 (the float32 fit raised: non-finite gradients" in redone.start
@@ -308,3 +313,101 @@ def test_the_algorithms_step_asks_for_full_precision_products_unless_the_user_ch
     with jax.default_matmul_precision("tensorfloat32"):
         chosen = step.lower(state, jax.random.PRNGKey(1)).as_text()
     assert "HIGHEST" not in _dot_precisions(chosen) and _dot_precisions(chosen)
+
+
+GP_POINTS, GP_JITTER, GP_NOISE = 40, 1e-6, 0.3
+
+
+def _gp_factor(x, xp):
+    """The Cholesky factor of a squared-exponential kernel (amplitude 3, length scale 1.5)
+    on the points ``x`` plus a 1e-6 jitter, computed in the array module ``xp``."""
+    gap = (x[:, None] - x[None, :]) ** 2
+    return xp.linalg.cholesky(9.0 * xp.exp(-0.5 * gap / 1.5**2)
+                              + GP_JITTER * xp.eye(x.shape[0]))
+
+
+def gp_regression(x, y):
+    z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([x.shape[0]]).to_event(1))
+    f = _gp_factor(x, jnp) @ z
+    with numpyro.plate("data", x.shape[0]):
+        numpyro.sample("y", dist.Normal(f, GP_NOISE), obs=y)
+
+
+def test_a_float64_fit_computes_on_float32_data_in_float64():
+    """A Gaussian process regression whose inputs come as float32 (``jnp.linspace`` in
+    JAX's default float): float32's rounding of the kernel's squared distances leaves the
+    covariance with a 1e-6 jitter not positive definite, and its Cholesky factor NaN. A
+    float64 fit casts the float32 data to float64 (exactly), so the kernel is computed in
+    float64 and the fit reaches z's exact Gaussian posterior mean (mean-field's optimum
+    for a Gaussian). Before, ``dtype="float64"`` left the data in float32: every log
+    density was NaN."""
+    x = jnp.linspace(0.0, 10.0, GP_POINTS)
+    assert x.dtype == jnp.float32
+    assert not np.all(np.isfinite(np.asarray(_gp_factor(x, jnp))))  # float32 cannot
+    factor = _gp_factor(np.asarray(x, np.float64), np)
+    y = factor @ np.random.default_rng(0).standard_normal(GP_POINTS) + GP_NOISE * (
+        np.random.default_rng(1).standard_normal(GP_POINTS))
+    precision_z = np.eye(GP_POINTS) + factor.T @ factor / GP_NOISE**2
+    cov = np.linalg.inv(precision_z)
+    mean = cov @ factor.T @ y / GP_NOISE**2
+    result = advi.fit(gp_regression, x, np.asarray(y, np.float32),
+                      rng_key=jax.random.PRNGKey(0), preset="robust", dtype="float64",
+                      progress_bar=False)
+    assert result.params.mu.dtype == np.float64
+    z_error = (np.asarray(result.mean()["z"]) - mean) / np.sqrt(np.diagonal(cov))
+    assert np.sqrt(np.mean(z_error**2)) < 0.1 and np.max(np.abs(z_error)) < 0.25
+
+
+def _overflows_in_float32(zeta):
+    """Finite in float64 everywhere; in float32 exp(100 z) overflows for z > 0.89."""
+    return -0.5 * jnp.sum(zeta**2) + jnp.log1p(jnp.exp(100.0 * zeta[0])) - 100.0 * zeta[0]
+
+
+def _never_finite(zeta):
+    return -0.5 * jnp.sum(zeta**2) + jnp.log(-1.0 - zeta[0] ** 2)
+
+
+def test_a_refused_start_goes_to_float64_where_float32_fails_around_it():
+    """``float32_shortfall`` asks for float64 where a refused start met non-finite values
+    and log p is not finite in float32 at a share of the draws around its end, only where
+    float64 is finite at those draws; never for an accepted start or a density that float64
+    cannot mend either."""
+    points = np.array([[1.5, 0.0], [2.0, 1.0], [3.0, -1.0]], np.float32)
+    overflows = advi.from_log_density(_overflows_in_float32, dim=2)
+    never = advi.from_log_density(_never_finite, dim=2)
+    shortfall = functools.partial(precision.float32_shortfall, "auto", 0.0)
+    why = shortfall(False, 0.01, points, overflows)
+    assert why is not None and "3 of 10 draws" in why
+    assert shortfall(False, 0.01, points, never) is None  # float64 fails as well
+    assert shortfall(True, 0.01, points, overflows) is None  # the start was accepted
+    assert shortfall(False, 0.01, points[:2], overflows) is None  # 2 of 10: below the share
+    assert precision.float32_shortfall("float32", 0.0, False, 0.01, points, overflows) is None
+
+
+def gp_amplitude(x, y):
+    """``gp_regression`` with the kernel's amplitude unknown: float32 factors the kernel
+    plus its 1e-6 jitter where the amplitude is small, and gives NaN where it is near its
+    posterior (about 3)."""
+    amplitude = numpyro.sample("amplitude", dist.HalfNormal(5.0))
+    z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([x.shape[0]]).to_event(1))
+    gap = (x[:, None] - x[None, :]) ** 2
+    kernel = amplitude**2 * jnp.exp(-0.5 * gap / 1.5**2) + GP_JITTER * jnp.eye(x.shape[0])
+    with numpyro.plate("data", x.shape[0]):
+        numpyro.sample("y", dist.Normal(jnp.linalg.cholesky(kernel) @ z, GP_NOISE), obs=y)
+
+
+def test_auto_fits_a_gp_in_float64_from_the_start_where_float32_fails_near_its_mode():
+    """``dtype="auto"`` on a GP regression with unknown amplitude: float32's Laplace search
+    meets NaN Cholesky factors and is refused, and log p is not finite in float32 at a
+    share of the draws around where it stopped, so the fit runs in float64 before its
+    first iteration (``result.start`` says why), the same fit as ``dtype="float64"``'s."""
+    x = jnp.linspace(0.0, 10.0, GP_POINTS)
+    factor = _gp_factor(np.asarray(x, np.float64), np)
+    y = np.asarray(factor @ np.random.default_rng(0).standard_normal(GP_POINTS) + GP_NOISE * (
+        np.random.default_rng(1).standard_normal(GP_POINTS)), np.float32)
+    fit = functools.partial(advi.fit, gp_amplitude, x, y, rng_key=jax.random.PRNGKey(0),
+                            preset="robust", progress_bar=False, max_iter=1000)
+    result = fit()
+    assert "float32 gives a non-finite log p at" in result.start, result.start
+    in_float64 = fit(dtype="float64")
+    np.testing.assert_array_equal(result.params.mu, in_float64.params.mu)

@@ -189,3 +189,23 @@ def test_a_streamed_model_that_needs_concrete_rows_is_refused():
     with pytest.raises(ValueError, match="concrete values"):
         advi.fit(_scaled_by_its_rows, rng_key=KEY, minibatch_size=10,
                  model_kwargs={"x": advi.stream(rows)})
+
+
+def _typed(x, counts, y):
+    numpyro.sample("y", dist.Normal(numpyro.sample("mu", dist.Normal(0.0, 1.0)), 1.0),
+                   obs=y)
+
+
+def test_a_float64_target_widens_float32_data_and_keeps_integers():
+    """In a float64 fit (``precision.scope("float64")``, as ``dtype="float64"`` runs it) the
+    model's float32 arrays, NumPy or JAX, arrive as float64 with the same values; integer
+    arrays keep their dtype; in a float32 fit float64 NumPy data arrive as float32."""
+    x32 = np.linspace(0.0, 1.0, 7, dtype=np.float32)
+    counts = np.arange(7, dtype=np.int32)
+    with advi.precision.scope("float64"):
+        target = advi.from_numpyro(_typed, (x32, counts, jnp.asarray(x32)))
+    assert [a.dtype for a in target.data] == [np.float64, np.int32, np.float64]
+    np.testing.assert_array_equal(np.asarray(target.data[0]), x32.astype(np.float64))
+    with advi.precision.scope("float32"):
+        target = advi.from_numpyro(_typed, (x32.astype(np.float64), counts, x32))
+    assert [a.dtype for a in target.data] == [np.float32, np.int32, np.float32]
