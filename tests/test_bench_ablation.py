@@ -16,6 +16,7 @@ from bench_scripts import load
 
 import advi
 from advi import laplace, lbfgs
+from advi.checks import GRADIENT_NOTE
 from advi.spread import SPREAD_NOTE
 
 settings = load("suite_settings")
@@ -179,12 +180,19 @@ def test_the_settled_rhat_ablation_lets_the_spline_stop_early_and_silently():
 
 def test_the_anneal_ablation_leaves_the_hierarchys_scale_off_and_warned():
     """The fifth holdout's 3,000 normal groups at seed 1: with the defaults the fit
-    continues at eta 0.01, unwarned, its scale (the largest error) within 1.5 sd; with
-    ``anneal``'s setting it stops at eta 0.1, its scale more than 2 sd off, warned by the
-    gradient check."""
+    continues at eta 0.01, its gradient check silent, its scale (the largest error) within
+    1.5 sd; with ``anneal``'s setting it stops at eta 0.1, its scale more than 2 sd off,
+    warned by the gradient check."""
     problem = load("suite_targets").TARGETS["everyday many_groups"].make()
     row = suite.run_one("groups", "advi_robust", 1, problem)
-    assert not row["warned"] and row["max_z"] < 1.5, row
+    assert not _gradient_notes(row) and row["max_z"] < 1.5, row
     with _applied("anneal"):
         row = suite.run_one("groups", "advi_robust", 1, problem)
-    assert row["warned"] and row["max_z"] > 2.0, row
+    assert _gradient_notes(row) and row["max_z"] > 2.0, row
+
+
+def _gradient_notes(row: dict) -> list[str]:
+    """A suite row's notes from the gradient check (the k-hat of a fit from a random start
+    is another rule: on K = 3,003 its 1,000 draws read 1.5-2.2 here on one CPU and below
+    1.3 on another, as XLA's arithmetic steers the same seed's fit)."""
+    return [n for n in row["notes"] if GRADIENT_NOTE in n]
