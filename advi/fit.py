@@ -29,6 +29,7 @@ from .compiled import CompiledADVI
 from .convergence import RelativeELBORule
 from .driver import MAX_ITER_PREFIX, Clock, Outcome, StoppingRule, drive, emitted, recorded, warn
 from .eta_search import STAN_POLICY, adapt_eta
+from .host import one_blas_thread
 from .keys import raw_key
 from .options import Options
 from .presets import PRESETS, resolve
@@ -43,6 +44,7 @@ from .whitening import checked_fullrank
 logger = logging.getLogger("advi")
 
 
+@one_blas_thread
 def fit(
     model: Callable | Target,
     *model_args: Any,

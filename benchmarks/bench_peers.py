@@ -22,7 +22,10 @@ The BlackJAX methods run on the model's unconstrained log density
 evaluations, iterations, held-out lpd) every ``--every`` iterations; the held-out lpd is
 the mean over held-out observations of log mean_s p(y_n | theta_s) over S draws (the
 scale's ``eval_draws``: 1,000 at paper scale, 100 at smoke). Compilation is outside the
-clock (compiled ahead of time, or reported apart by ``advi.fit``), and so is scoring.
+clock (compiled ahead of time, or reported apart by ``advi.fit``), and so is scoring. Every
+method runs with NumPy's and SciPy's BLAS on one thread, as ``advi.fit`` runs itself
+(``advi.host``), so that the scoring's BLAS calls between a peer's chunks leave no spinning
+workers on the cores its next chunk computes on.
 
     python benchmarks/bench_peers.py                                  # E1-E5, paper sizes
     python benchmarks/bench_peers.py --experiments linreg_ard --scale smoke
@@ -52,6 +55,7 @@ from typing import Any
 
 import bench_common as common
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 EXPERIMENTS = ("linreg_ard", "election88", "gamma_poisson_nmf", "dirichlet_exponential_nmf",
                "gmm")
@@ -633,7 +637,8 @@ def run_method(method: str, setup: Setup, budget: Budget, reference: float | Non
     }
     print(f"  {method} ...", flush=True)
     try:
-        run = runners[method]()
+        with threadpool_limits(limits=1, user_api="blas"):  # as advi.fit runs (advi.host)
+            run = runners[method]()
     except Exception as error:  # a peer that fails is reported, not fatal
         run = MethodRun(method, stopped=f"error: {type(error).__name__}: {error}"[:200])
     last = run.trace[-1] if run.trace else None

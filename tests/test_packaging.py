@@ -76,7 +76,7 @@ def test_the_library_requires_only_its_own_dependencies():
 
     core = {re.match(r"[\w-]+", r).group(0) for r in requires("advi-repro")
             if "extra ==" not in r}
-    assert core == {"jax", "numpyro", "optax", "arviz", "numpy", "scipy", "tqdm"}
+    assert core == {"jax", "numpyro", "optax", "arviz", "numpy", "scipy", "threadpoolctl", "tqdm"}
     workflow = {re.match(r"[\w-]+", r).group(0) for r in requires("advi-repro")
                 if 'extra == "workflow"' in r}
     assert {"snakemake", "hydra-core", "pandas", "matplotlib"} <= workflow
