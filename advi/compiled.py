@@ -53,6 +53,7 @@ from .chunk import TRACE_SALT, make_chunk, step_eps, with_elbo
 from .curvature import cheaper_precision
 from .elbo_batches import elbo_compiler, make_elbo
 from .families import Family, host_standard_normal
+from .importance import by_calls
 from .initial import failing_draws, finite_params
 from .laplace import LaplaceStart, LogDensityFunctions, log_density_functions
 from .multistart import EXTRA_STARTS, StartInfo, multistart_laplace, start_info
@@ -377,10 +378,14 @@ class CompiledADVI:
         return sum(lazy.seconds for lazy in self._lazies)
 
     def gradient_check(self, params: Any, rng_key: Array, salt: int = CHECK_SALT) -> Any:
-        """:func:`advi.checks.scaled_gradients` at ``params`` (draws from ``rng_key`` and
-        ``salt``) by the Laplace start's value and gradient (else compiled on first call)."""
-        return scaled_gradients(self._done.value_and_grad, params,
-                                rng_key, (rng_key, self.target.data), salt)
+        """:func:`advi.checks.scaled_gradients` at ``params`` by the fit's value and gradient."""
+        return scaled_gradients(self._done.value_and_grad, params, rng_key,
+                                (rng_key, self.target.data), salt)
+
+    def log_weights_by_calls(self, params: Any, key: Array, n: int) -> np.ndarray | None:
+        """:func:`advi.importance.by_calls` by the fit's value and gradient and ELBO."""
+        done = self._done
+        return by_calls(done.value_and_grad, done.elbo, params, key, n, (key, self.target.data))
 
     def elbo(self, params: Any, key: Array, salt: int, trial: bool = False
              ) -> tuple[float, np.ndarray]:
@@ -391,6 +396,5 @@ class CompiledADVI:
             self.level = VALUES_CHECKED
             logger.info("non-finite log density at the ELBO's draws; from now on every "
                         "draw's value is checked")
-        value = float(est.elbo)
-        value = value if bool(est.ok) and math.isfinite(value) else -math.inf
-        return value, np.asarray(est.log_weights)
+        value = float(est.elbo) if bool(est.ok) else -math.inf
+        return value if math.isfinite(value) else -math.inf, np.asarray(est.log_weights)

@@ -121,14 +121,21 @@ def hutchinson_diagonal(grad: Callable[[np.ndarray], Any], zeta: np.ndarray,
 
 
 def differences_suffice(value_and_grad: Any, dim: int) -> bool:
-    """Whether 2 ``dim`` calls of ``value_and_grad`` (a compiled JAX program,
+    """Whether the 2 ``dim`` calls of ``value_and_grad`` that :func:`central_differences`
+    makes cost at most :data:`DIFFERENCES_MAX_FLOPS` (:func:`calls_suffice`)."""
+    return calls_suffice(value_and_grad, 2 * dim)
+
+
+def calls_suffice(compiled: Any, calls: int) -> bool:
+    """Whether ``calls`` calls of ``compiled`` (a compiled JAX program,
     ``jax.stages.Compiled``) cost at most :data:`DIFFERENCES_MAX_FLOPS` by XLA's estimate
-    (``cost_analysis()``: the same on every run of a program); False where XLA gives none."""
-    cost = value_and_grad.cost_analysis() if hasattr(value_and_grad, "cost_analysis") else None
+    (``cost_analysis()``: the same on every run of a program), less than compiling another
+    program would take; False where XLA gives none (a program not yet compiled)."""
+    cost = compiled.cost_analysis() if hasattr(compiled, "cost_analysis") else None
     if isinstance(cost, list | tuple):  # one dict per device program in older JAX releases
         cost = cost[0] if cost else None
     flops = cost.get("flops") if isinstance(cost, dict) else None
-    return flops is not None and 0 <= 2 * dim * float(flops) <= DIFFERENCES_MAX_FLOPS
+    return flops is not None and 0 <= calls * float(flops) <= DIFFERENCES_MAX_FLOPS
 
 
 def cheaper_precision(value_and_grad: Any, exact: Callable[[Any, Any], Any] | None, dim: int

@@ -30,6 +30,7 @@ from .convergence import RelativeELBORule
 from .driver import MAX_ITER_PREFIX, Clock, Outcome, StoppingRule, drive, emitted, recorded, warn
 from .eta_search import STAN_POLICY, adapt_eta
 from .host import one_blas_thread
+from .importance import khat_weights
 from .keys import raw_key
 from .options import Options
 from .presets import PRESETS, resolve
@@ -349,22 +350,6 @@ def _checked(result: ADVIResult, compiled: CompiledADVI, start_mu: Array | None,
     return dataclasses.replace(result, warnings=(*result.warnings, *notes))
 
 
-def _khat_weights(compiled: CompiledADVI, params: Any, elbo_key: Array, khat_samples: int
-                  ) -> Callable[[], np.ndarray] | None:
-    """A function drawing log p - log q of ``khat_samples`` draws from q (on first use of
-    the result's ``khat_log_weights``), or None (skipped, or minibatched)."""
-    if khat_samples == 0 or compiled.target.num_data is not None:
-        return None
-
-    def log_weights() -> np.ndarray:
-        calls = -(-khat_samples // compiled.elbo_samples)
-        return np.concatenate(
-            [compiled.elbo(params, elbo_key, -1 - i)[1] for i in range(calls)]
-        )[:khat_samples]
-
-    return log_weights
-
-
 def _run(compiled: CompiledADVI, state0: ADVIState, eta: float, o: Options, *,
          run_key: Array, elbo_key: Array, burn_in: bool, checkpoint: Callable | None,
          clock: Clock, wall_s: float, progress: Progress, result_fields: dict[str, Any]
@@ -386,7 +371,7 @@ def _run(compiled: CompiledADVI, state0: ADVIState, eta: float, o: Options, *,
                                         eval_elbo=o.eval_elbo, max_iter=o.max_iter), STAN_POLICY
 
     def make_result(out: Outcome, final: bool) -> ADVIResult:
-        khat = _khat_weights(compiled, out.params, elbo_key, o.khat_samples) if final else None
+        khat = khat_weights(compiled, out.params, elbo_key, o.khat_samples) if final else None
         return ADVIResult(
             approximation=Approximation(compiled.family, out.params, compiled.target),
             eta=out.eta, converged=out.converged, convergence_reason=out.reason,

@@ -263,8 +263,8 @@ class ADVIResult:
     def khat_log_weights(self) -> np.ndarray | None:
         """(khat_samples,) log p(zeta_s) - log q(zeta_s) for draws zeta_s from the final q,
         or None (see ``khat_weights_fn``). Drawn on first access, not by :func:`advi.fit`
-        (its end-of-fit k-hat check tests the gradient check's draws, :mod:`advi.checks`);
-        the robust preset compiles its ELBO function only then."""
+        (its end-of-fit k-hat check tests the gradient check's draws, :mod:`advi.checks`),
+        by the fit's compiled programs where their calls are cheap (:mod:`advi.importance`)."""
         if self.khat_weights_fn is None:
             return None
         with scope_of(self.params):
