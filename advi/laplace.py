@@ -30,18 +30,17 @@ uncentred predictor, far from its mode: -H indefinite, its eigenvalues 1e-2 .. 1
 Where a whitened stage stopped short of its test before its step cap (ran away, or found
 no step: its line search met non-finite values or no increase) and -H is not positive
 definite there (a centred hierarchy's funnel: its log density is not concave in a group
-effect and the log scale jointly), no later stage runs and the start is refused.
+effect and the log scale jointly), no later stage runs and the start is refused; Lanczos
+in the stage's whitened coordinates (:func:`advi.lanczos.curves_upward`) shows that
+from a few gradients before -H is formed.
 
-Up to ``hessian_max_dim`` the curvature is formed by ``precision`` where a stage met its
-test, a candidate mode, and where a start is to be accepted; elsewhere (the first stage's
-whitening, a stage that ended short of its test) by central differences of the compiled
-gradient (:func:`advi.curvature.central_differences`, 2K gradients), which compile nothing,
-unless an earlier stage met its test and so ran the exact -H's program (E1 at seed 1: its
-second stage stopped short after the first met its test, and the differences, 1,002
-gradients, took 1.67 s against 0.13 s for the compiled -H).
-A fit's ``precision`` is itself those differences where 2K gradients are cheap
-(:func:`advi.curvature.cheaper_precision`), and the exact Hessian (reverse-over-reverse
-autodiff) where they are not; the two agree to about 1e-6 relative in float32.
+Up to ``hessian_max_dim`` -H is formed by ``precision`` where a stage met its test (a
+candidate mode) and where a start is to be accepted; elsewhere (the first stage's
+whitening, a stage that ended short) by central differences of the compiled gradient
+(:func:`advi.curvature.central_differences`, 2K gradients, no compile), unless the exact
+-H's program has run already (E1 at seed 1: 1.67 s of differences against 0.13 s). A
+fit's ``precision`` is itself those differences where 2K gradients are cheap
+(:func:`advi.curvature.cheaper_precision`), else the exact Hessian (reverse over reverse).
 
 Above ``hessian_max_dim`` the second stage is whitened by one common scale and stops when
 every gradient coordinate times that scale is below MODE_SD_TOL / 10 (the first stage's
@@ -54,14 +53,14 @@ estimate of the diagonal of -H from :data:`CURVATURE_PROBES` Rademacher probes
 (:func:`common_scale`): each d_k alone is too noisy (a factorisation's off-diagonal
 curvature swamps it), their median places q's scales at the posterior's typical one.
 
-The start is refused (``ok`` False; the caller falls back to its usual start) when -H is
-not positive definite, or when the Newton step (-H)^-1 grad is larger than
-:data:`MODE_SD_TOL` Laplace sds (sqrt((-H)^-1_kk)) along some coordinate (scale-free,
-unlike a gradient norm): a funnel's mode, which runs off to a boundary, fails both. Above
-``hessian_max_dim`` a stage's test met, or ||grad|| <= GRAD_RTOL max(1, |log p|) at the
-returned point, accepts it, and a search that found no step refuses it
-(:class:`advi.lbfgs.Search`'s ``failed``: log p rising without bound, as down a funnel's
-neck). Measurements: benchmarks/README.md, "Measurements behind the library's defaults"."""
+The start is refused (``ok`` False; the caller falls back to its usual start) where -H is
+not positive definite, or the Newton step (-H)^-1 grad exceeds :data:`MODE_SD_TOL` Laplace
+sds (sqrt((-H)^-1_kk)) on some coordinate (scale-free, unlike a gradient norm): a funnel's
+mode, which runs off to a boundary, fails both. Above ``hessian_max_dim`` a stage's test
+met, or ||grad|| <= GRAD_RTOL max(1, |log p|) where it ended, accepts it; a search that
+found no step (:class:`advi.lbfgs.Search`'s ``failed``: log p rising without bound, as
+down a funnel's neck) refuses it. Measurements: benchmarks/README.md, "Measurements behind
+the library's defaults"."""
 
 from __future__ import annotations
 
@@ -77,7 +76,8 @@ from jax.typing import ArrayLike
 from . import curvature
 from .curvature import newton_sd, times, whitening
 from .families import Family, FullRankParams, MeanFieldParams
-from .lbfgs import RUNAWAY, HostSearch, Search, find_mode, mode_search
+from .lanczos import curves_upward
+from .lbfgs import RUNAWAY, HostSearch, Search, find_mode, mode_search, run_search
 from .spread import inflation
 
 LAPLACE_MAX_STEPS = 1300
@@ -241,19 +241,19 @@ def _staged_mode(fns: LogDensityFunctions, zeta0: np.ndarray, data: Any, dtype: 
         cap = max_steps // stages if stage < stages - 1 else max_steps - steps
         abs_tol, refused, short = (MODE_SD_TOL / 10 if stage > 0 else 0.0), False, False
         if fns.search is not None:
-            shift, met, used, refused = _compiled_stage(fns.search, zeta, scale, cap, abs_tol,
-                                                        data, dtype)
+            shift, met, used, refused = run_search(fns.search, zeta, scale, cap, abs_tol, data,
+                                                   dtype)
             zeta = zeta + scale * shift
         else:
-            found = (_first_host_stage(fns, zeta, cap, data, dtype) if stage == 0 else
-                     _host_stage(value_and_grad, zeta, whitening(precision, zeta.size)[0],
-                                 cap, abs_tol))
+            found, whiten = (_first_host_stage(fns, zeta, cap, data, dtype) if stage == 0 else
+                             _host_stage(value_and_grad, zeta, precision, cap, abs_tol))
             zeta, met, used = found[:3]
             short = not met and (found.ran_away or used < cap)  # ran away, or could not step
             nonfinite = nonfinite or found.nonfinite
         steps, reached = steps + used, reached or met
-        if refused:  # the compiled search found no step: no mode
-            return _Staged(zeta, None, scale, steps, False, True)
+        if refused or (short and not formed and fns.precision is not None and curves_upward(
+                lambda z: fns.value_and_grad(z, data)[1], zeta, whiten, dtype)):
+            return _Staged(zeta, None, scale, steps, False, True, nonfinite)
         if fns.precision is not None:
             exact = met  # a candidate mode; elsewhere -H by differences compiles nothing,
             formed = formed or exact  # unless the exact -H's program has run already
@@ -295,31 +295,34 @@ def _differenced(fns: LogDensityFunctions, zeta: np.ndarray, data: Any, dtype: A
                                          dtype)
 
 
-def _host_stage(value_and_grad: Callable, zeta: np.ndarray, whiten: np.ndarray, cap: int,
-                abs_tol: float) -> HostSearch:
-    """One stage of the host's search in coordinates whitened by ``whiten``, from ``zeta``:
-    :class:`advi.lbfgs.HostSearch` with ``zeta`` where it ended (zeta-space)."""
+def _host_stage(value_and_grad: Callable, zeta: np.ndarray, precision: np.ndarray | None,
+                cap: int, abs_tol: float) -> tuple[HostSearch, np.ndarray]:
+    """One stage of the host's search from ``zeta`` in coordinates whitened by
+    ``precision`` (:func:`advi.curvature.whitening`): :class:`advi.lbfgs.HostSearch` with
+    ``zeta`` where it ended (zeta-space), and the whitening C."""
+    whiten = whitening(precision, zeta.size)[0]
     found = find_mode(_whitened(value_and_grad, zeta, whiten), np.zeros_like(zeta), cap,
                       GRAD_RTOL, abs_tol, RUNAWAY)
-    return found._replace(zeta=zeta + times(whiten, found.zeta))
+    return found._replace(zeta=zeta + times(whiten, found.zeta)), whiten
 
 
 def _first_host_stage(fns: LogDensityFunctions, zeta: np.ndarray, cap: int, data: Any,
-                      dtype: Any) -> HostSearch:
-    """The first stage on the host (as :func:`_host_stage`): unwhitened for up to
-    :data:`UNWHITENED_STEPS_PER_DIM` K steps; where that ended short of its test (ran
-    away, found no step, or used its steps), its rest whitened by :func:`_differenced` -H
-    there (or |-H|): unwhitened, a gradient's growth is no sign of a funnel."""
+                      dtype: Any) -> tuple[HostSearch, np.ndarray]:
+    """The first stage on the host (as :func:`_host_stage`) and the whitening it ended in:
+    unwhitened for up to :data:`UNWHITENED_STEPS_PER_DIM` K steps; where that ended short
+    of its test (ran away, found no step, or used its steps), its rest whitened by
+    :func:`_differenced` -H there (or |-H|): unwhitened, a gradient's growth is no sign of
+    a funnel."""
     value_and_grad = _host(fns.value_and_grad, data, dtype)
     rental = cap if fns.precision is None else min(
         cap, math.ceil(UNWHITENED_STEPS_PER_DIM * zeta.size))
-    first = _host_stage(value_and_grad, zeta, np.ones(zeta.size), rental, 0.0)
+    first, none = _host_stage(value_and_grad, zeta, None, rental, 0.0)
     if first.converged or first.steps >= cap or fns.precision is None:
-        return first
-    whiten, _ = whitening(_differenced(fns, first.zeta, data, dtype), zeta.size)
-    rest = _host_stage(value_and_grad, first.zeta, whiten, cap - first.steps, 0.0)
+        return first, none
+    rest, whiten = _host_stage(value_and_grad, first.zeta,
+                               _differenced(fns, first.zeta, data, dtype), cap - first.steps, 0.0)
     return rest._replace(steps=first.steps + rest.steps,
-                         nonfinite=first.nonfinite or rest.nonfinite)
+                         nonfinite=first.nonfinite or rest.nonfinite), whiten
 
 
 def _whitened(value_and_grad: Callable, base: np.ndarray, whiten: np.ndarray) -> Callable:
@@ -331,18 +334,6 @@ def _whitened(value_and_grad: Callable, base: np.ndarray, whiten: np.ndarray) ->
             return value, times(whiten, np.asarray(grad, np.float64), transpose=True)
 
     return whitened
-
-
-def _compiled_stage(search: Callable[..., Search], zeta: np.ndarray, scale: float, cap: int,
-                    abs_tol: float, data: Any, dtype: Any) -> tuple[np.ndarray, bool, int, bool]:
-    """One stage by the compiled search: (shift u (K,) float64, test met, iterations,
-    refused: :class:`advi.lbfgs.Search`'s ``failed`` with the test not met)."""
-    out = search(_cast(zeta, dtype), _cast(scale, dtype), np.int32(cap), _cast(abs_tol, dtype),
-                 data)
-    met, refused = bool(out.converged), bool(out.failed) and not bool(out.converged)
-    if not np.isfinite(float(out.log_p)):
-        return np.zeros_like(zeta), False, int(out.steps), refused
-    return np.asarray(out.u, np.float64), met, int(out.steps), refused
 
 
 def laplace_start(

@@ -161,6 +161,20 @@ def mode_search(log_density: Callable[[Array, Any], Array], grad_rtol: float,
     return search
 
 
+def run_search(search: Callable[..., Search], zeta: np.ndarray, scale: float, cap: int,
+               abs_tol: float, data: Any, dtype: Any) -> tuple[np.ndarray, bool, int, bool]:
+    """One stage of the Laplace start by ``search`` (a compiled :func:`mode_search`) from
+    ``zeta`` (K,), its arguments cast to ``dtype``: (shift u (K,) float64, zeros where no
+    finite point was found; test met; iterations; refused: ``failed`` with the test not
+    met)."""
+    out = search(np.asarray(zeta, dtype), np.asarray(scale, dtype), np.int32(cap),
+                 np.asarray(abs_tol, dtype), data)
+    met, refused = bool(out.converged), bool(out.failed) and not bool(out.converged)
+    if not np.isfinite(float(out.log_p)):
+        return np.zeros_like(zeta), False, int(out.steps), refused
+    return np.asarray(out.u, np.float64), met, int(out.steps), refused
+
+
 class _Carry(NamedTuple):
     """The compiled search's loop state: the current point and its gradient of -log p in
     u, the L-BFGS memory, the best point evaluated, log p at the last window's end,
