@@ -51,7 +51,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .compiled import CompiledADVI, CompileSpec
 from .options import Options
-from .target import CONCRETE_ERRORS, Target, from_numpyro
+from .target import CONCRETE_ERRORS, Target, fit_dtype, from_numpyro
 
 PIECE_ROWS = 256
 """Rows read from a memory map between two ``madvise(MADV_DONTNEED)`` calls: the pages the
@@ -151,26 +151,32 @@ def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return raw[start:start + size].view(dtype).reshape(shape)
 
 
-def read_rows(array: np.ndarray, rows: np.ndarray, name: str) -> np.ndarray:
-    """``array[rows]`` as a new C-ordered array, read :data:`PIECE_ROWS` rows at a time
-    from a memory map, whose pages are dropped after each piece.
+def read_rows(array: np.ndarray, rows: np.ndarray, name: str, dtype: Any = None
+              ) -> np.ndarray:
+    """``array[rows]`` as a new C-ordered array of ``dtype`` (None: the array's), read
+    :data:`PIECE_ROWS` rows at a time from a memory map, whose pages are dropped after
+    each piece.
 
     Args:
         array: (N, ...) numeric rows.
         rows: (P,) int64 sorted row indices in [0, N).
         name: the argument's name, for errors.
+        dtype: the pool's dtype (a float64 fit's float32 rows, widened exactly).
 
     Raises:
         ValueError: naming the argument and the first row that holds NaN or inf.
     """
-    out = _aligned_empty((rows.shape[0], *array.shape[1:]), array.dtype)
+    out = _aligned_empty((rows.shape[0], *array.shape[1:]), dtype or array.dtype)
     mapped = _mapping(array)
     drop = getattr(mmap, "MADV_DONTNEED", None)
     if mapped is not None and hasattr(mmap, "MADV_RANDOM"):
         mapped.madvise(mmap.MADV_RANDOM)  # no read-around: a row costs a page or two of I/O
     for start in range(0, rows.shape[0], PIECE_ROWS):
         piece = rows[start:start + PIECE_ROWS]
-        np.take(array, piece, axis=0, out=out[start:start + PIECE_ROWS])
+        if out.dtype == array.dtype:
+            np.take(array, piece, axis=0, out=out[start:start + PIECE_ROWS])
+        else:
+            out[start:start + PIECE_ROWS] = np.take(array, piece, axis=0)
         if mapped is not None and drop is not None:
             mapped.madvise(drop)
     if np.issubdtype(out.dtype, np.inexact):
@@ -193,11 +199,19 @@ class Feed:
         block_rows: R, the pool's rows come in runs of R consecutive rows.
         sharding: where a pool goes (``jax.device_put``'s target), or None (the default
             device).
+
+    Each argument's pools take :func:`advi.target.fit_dtype` of its rows' dtype, as the
+    first pool the target was built on did (a float64 fit's float32 rows become float64).
+    ``jax.enable_x64`` is local to a thread, so the worker thread copies its pools under
+    the x64 mode of the thread that made the feed (else ``jax.device_put`` would narrow
+    them to float32 again).
     """
 
     def __init__(self, arrays: dict[str, np.ndarray], pool_rows: int, seed: Sequence[int],
                  sharding: Any = None, block_rows: int = 1) -> None:
         self.arrays, self.pool_rows, self.sharding = arrays, pool_rows, sharding
+        self.dtypes = {name: fit_dtype(array.dtype) for name, array in arrays.items()}
+        self.x64 = fit_dtype(np.float32) == np.float64
         self.block_rows = block_rows
         self.num_rows = next(iter(arrays.values())).shape[0]
         self.rng = np.random.default_rng(list(seed))
@@ -208,8 +222,9 @@ class Feed:
         runs = self.rng.integers(0, self.num_rows, -(-self.pool_rows // self.block_rows))
         rows = (runs[:, None] + np.arange(self.block_rows)) % self.num_rows
         rows = np.sort(rows.ravel()[:self.pool_rows])
-        return {name: jax.device_put(read_rows(array, rows, name), self.sharding)
-                for name, array in self.arrays.items()}
+        with jax.enable_x64(self.x64):
+            return {name: jax.device_put(read_rows(array, rows, name, self.dtypes[name]),
+                                         self.sharding) for name, array in self.arrays.items()}
 
     def next(self) -> dict[str, jax.Array]:
         """The next pool, argument name -> (P, ...) device array; starts reading the one

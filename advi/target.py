@@ -297,6 +297,16 @@ def from_numpyro(
     )
 
 
+def fit_dtype(dtype: Any) -> np.dtype:
+    """The dtype a model's array of ``dtype`` takes on the device (:func:`device_array`): a
+    floating one promoted to at least the fit's float (``jnp.result_type(float)``, read in
+    the calling thread: a float64 fit's ``jax.enable_x64`` is this thread's), any other
+    kept."""
+    if jnp.issubdtype(dtype, jnp.floating):
+        return np.dtype(jnp.promote_types(dtype, jnp.result_type(float)))
+    return np.dtype(dtype)
+
+
 def device_array(leaf: jax.Array | np.ndarray) -> jax.Array:
     """A model's array on the device, a floating one at least as wide as the fit's float
     (``jnp.result_type(float)``): in a float64 fit (``dtype="float64"``, or ``"auto"``
@@ -307,9 +317,7 @@ def device_array(leaf: jax.Array | np.ndarray) -> jax.Array:
     (``jnp.full(7, 2.0)``) becomes strongly typed, so that equal shapes and dtypes always
     hit the same compiled code; a NumPy array is copied to the device as it is
     (``jnp.asarray`` would compile a small program per shape)."""
-    dtype = leaf.dtype
-    if jnp.issubdtype(dtype, jnp.floating):
-        dtype = jnp.promote_types(dtype, jnp.result_type(float))
+    dtype = fit_dtype(leaf.dtype)
     if isinstance(leaf, np.ndarray):
         return jax.device_put(leaf.astype(dtype, copy=False))
     return jnp.asarray(leaf, dtype=dtype)

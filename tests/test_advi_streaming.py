@@ -98,6 +98,28 @@ def test_streamed_fit_from_a_file_matches_the_posterior_and_repeats(tmp_path):
     np.testing.assert_array_equal(first.elbo_history.elbo, again.elbo_history.elbo)
 
 
+def test_a_float64_fit_streams_float32_rows_as_float64():
+    """The target is built on the first pool widened to float64 (advi.target.device_array);
+    every later pool, copied in the feed's worker thread, must be float64 too (the thread
+    does not share the fit's jax.enable_x64): before, the second pool was float32 and the
+    compiled chunk refused it (TypeError). Outside float64 the rows keep their dtype."""
+    y = _rows(4000)
+    with jax.enable_x64(True):
+        feed = streaming.Feed({"y": y}, 40, [7])
+        pools = [feed.next(), feed.next()]
+        feed.close()
+    assert all(pool["y"].dtype == jnp.float64 for pool in pools)
+    assert np.all(np.isin(np.asarray(pools[0]["y"]), y.astype(np.float64)))  # y's, exactly
+    feed = streaming.Feed({"y": y}, 40, [7])
+    assert feed.next()["y"].dtype == jnp.float32
+    feed.close()
+    fit = advi.fit(mean_model, advi.stream(y, pool_rows=400), rng_key=KEY, minibatch_size=50,
+                   eta=0.1, progress_bar=False, dtype="float64")
+    posterior_mean, posterior_sd = y.astype(np.float64).sum() / (4000 + 0.01), 1 / np.sqrt(4000)
+    assert fit.params.mu.dtype == np.float64
+    assert abs(float(fit.params.mu[0]) - posterior_mean) < 5 * posterior_sd
+
+
 def _rss_file_kib():
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("RssFile:"):
