@@ -364,7 +364,8 @@ def _run(compiled: CompiledADVI, state0: ADVIState, eta: float, o: Options, *,
     chunk_len = o.eval_elbo if rhat else math.gcd(o.eval_elbo, checkpoint_every)
     rule: StoppingRule
     if rhat:
-        rule = robust.StationarityRule(chunk_len, burn_in, o.max_iter, o.tol_rel_obj)
+        rule = robust.StationarityRule(chunk_len, burn_in, o.max_iter, o.tol_rel_obj,
+                                       elbo_test=compiled.target.num_data is None)
         policy = robust.POLICY
     else:
         rule, policy = RelativeELBORule(compiled, elbo_key, state0, tol_rel_obj=o.tol_rel_obj,

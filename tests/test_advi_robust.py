@@ -591,3 +591,27 @@ def test_the_robust_fit_is_the_same_whatever_its_checkpoints():
     chunks = list(range(50, base.num_iterations + 1, 50))
     assert seen[25] == seen[30] == seen[7] == chunks  # a multiple in every chunk
     assert seen[50] == chunks
+
+
+def _normal_mean(y):
+    """y_n ~ N(mu, 1), mu ~ N(0, 10): the posterior is N(sum(y) / (N + 0.01), 1 / (N + 0.01))."""
+    mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+    with numpyro.plate("data", y.shape[0]) as idx:
+        numpyro.sample("y", dist.Normal(mu, 1.0), obs=y[idx])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_minibatched_robust_fit_stops_by_r_hat_within_the_posterior(seed):
+    """20,000 rows, B = 100: the minibatch ELBO's noise (about 40 nats a chunk) and a
+    tolerance of 0.001 |ELBO| (28 nats) let the ELBO's test stop the fit at 800-900
+    iterations with q's mean up to 1.2 posterior sds off and its sd 2.1-3.2 times the
+    posterior's; stopped by split R-hat alone, it ends within half a posterior sd, its sd
+    within 35%."""
+    y = np.random.default_rng(0).normal(1.5, 1.0, 20_000).astype(np.float32)
+    mean, sd = y.astype(np.float64).sum() / (y.size + 0.01), 1 / math.sqrt(y.size + 0.01)
+    result = advi.fit(_normal_mean, jnp.asarray(y), rng_key=jax.random.PRNGKey(seed),
+                      minibatch_size=100, preset="robust", start="init", dtype=None,
+                      progress_bar=False)
+    assert result.convergence_reason in ("rhat", "max_iter")
+    assert abs(float(result.params.mu[0]) - mean) < 0.5 * sd
+    assert 0.65 < math.exp(float(result.params.omega[0])) / sd < 1.35

@@ -15,7 +15,7 @@ import pytest
 from jax.scipy.stats import norm
 
 import advi
-from advi import streaming
+from advi.feed import Feed, read_rows
 
 KEY = jax.random.PRNGKey(0)
 
@@ -60,7 +60,7 @@ def test_streamed_log_likelihood_is_unbiased(block_rows):
     # over pools (the host's draws) and minibatches (the device's), the mean of the
     # N/B-scaled minibatch log likelihood is the full-data one, within 4 standard errors
     y = np.sort(_rows(500))  # sorted: runs of neighbouring rows are alike
-    feed = streaming.Feed({"y": y}, 40, [7], block_rows=block_rows)
+    feed = Feed({"y": y}, 40, [7], block_rows=block_rows)
     target = advi.from_numpyro(mean_model, (y[:40],), minibatch_size=8, num_data=500)
     prior = norm.logpdf(0.2, 0.0, 10.0)
     keys = jax.random.split(KEY, 25)
@@ -77,7 +77,7 @@ def test_streamed_log_likelihood_is_unbiased(block_rows):
 
 
 def test_a_pool_of_blocks_is_runs_of_consecutive_rows():
-    feed = streaming.Feed({"y": np.arange(100, dtype=np.float32)}, 40, [3], block_rows=8)
+    feed = Feed({"y": np.arange(100, dtype=np.float32)}, 40, [3], block_rows=8)
     pool = np.asarray(feed.next()["y"]).astype(int)
     feed.close()
     rows = set(pool.tolist())
@@ -105,12 +105,12 @@ def test_a_float64_fit_streams_float32_rows_as_float64():
     compiled chunk refused it (TypeError). Outside float64 the rows keep their dtype."""
     y = _rows(4000)
     with jax.enable_x64(True):
-        feed = streaming.Feed({"y": y}, 40, [7])
+        feed = Feed({"y": y}, 40, [7])
         pools = [feed.next(), feed.next()]
         feed.close()
     assert all(pool["y"].dtype == jnp.float64 for pool in pools)
     assert np.all(np.isin(np.asarray(pools[0]["y"]), y.astype(np.float64)))  # y's, exactly
-    feed = streaming.Feed({"y": y}, 40, [7])
+    feed = Feed({"y": y}, 40, [7])
     assert feed.next()["y"].dtype == jnp.float32
     feed.close()
     fit = advi.fit(mean_model, advi.stream(y, pool_rows=400), rng_key=KEY, minibatch_size=50,
@@ -134,7 +134,7 @@ def test_reading_a_memory_map_keeps_no_pages_resident(tmp_path):
     rows = np.arange(16_384)
     mapped = np.load(path, mmap_mode="r")
     before = _rss_file_kib()
-    pool = streaming.read_rows(mapped, rows, "x")
+    pool = read_rows(mapped, rows, "x")
     streamed = _rss_file_kib() - before
     plain = np.take(mapped, rows, axis=0)  # the control: pages stay mapped
     assert np.array_equal(pool, plain)
