@@ -141,7 +141,7 @@ def fit(
     The first fit of a process turns on JAX's persistent compilation cache unless the user
     configured it or set ``ADVI_COMPILATION_CACHE=0`` (:mod:`advi.cache`).
     """
-    o = resolve(preset, options)
+    o = resolve(preset, options, streamed=streaming.is_streamed(model_args, model_kwargs))
     rng_key = raw_key(rng_key)
     name = preset if isinstance(preset, str) else None
     with precision.scope(o.dtype):

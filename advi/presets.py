@@ -63,12 +63,19 @@ PRESETS: Mapping[str, Options] = MappingProxyType({
 __all__ = ["FULLRANK_GRAD_SAMPLES", "OPTIONS", "PRESETS", "resolve"]
 
 
-def resolve(preset: str | Options, options: Mapping[str, object]) -> Options:
+def resolve(preset: str | Options, options: Mapping[str, object], streamed: bool = False
+            ) -> Options:
     """The preset's options with those given explicitly put over them.
+
+    Two of a preset's defaults give way where they cannot apply, never an option given
+    explicitly: with ``streamed`` rows (:func:`advi.stream`) the start is ``"init"`` (the
+    Laplace start needs a fixed data set), and where the start is not ``"laplace"``,
+    ``dtype="auto"`` becomes None (it judges float32 at the Laplace start's mode).
 
     Args:
         preset: "stan", "robust", or an :class:`advi.Options` to start from.
         options: explicitly given options (names from :data:`OPTIONS`).
+        streamed: some model argument is streamed.
 
     Returns:
         a new :class:`advi.Options`, checked, with ``grad_samples`` an int (None becomes 1
@@ -78,13 +85,17 @@ def resolve(preset: str | Options, options: Mapping[str, object]) -> Options:
         ValueError: for an unknown preset, an unknown option name (pointing model keywords
             to ``model_kwargs``), or an invalid value (naming it and the valid ones).
     """
-    if isinstance(preset, Options):
-        resolved = preset.replace(**options)
-    elif not isinstance(preset, str) or preset not in PRESETS:
+    if not isinstance(preset, Options) and (not isinstance(preset, str) or
+                                            preset not in PRESETS):
         raise ValueError(f"preset={preset!r} is unknown; use one of {tuple(PRESETS)} or an "
                          "advi.Options")
-    else:
-        resolved = PRESETS[preset].replace(**options)
+    base, given = preset if isinstance(preset, Options) else PRESETS[preset], dict(options)
+    if streamed and "start" not in given:
+        given["start"] = "init"
+    if given.get("start", base.start) != "laplace" and "dtype" not in given and (
+            base.dtype == "auto"):
+        given["dtype"] = None
+    resolved = base.replace(**given)
     if resolved.grad_samples is None:
         resolved = resolved.replace(grad_samples=FULLRANK_GRAD_SAMPLES
                                     if resolved.family == "fullrank" else 1)

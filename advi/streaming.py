@@ -148,10 +148,9 @@ def _settings(streamed: dict[str, Streamed], o: Options, model: Callable | Targe
         raise ValueError(f"streamed arguments {sorted(streamed)} need minibatch_size=B: "
                          "a streamed fit reads B rows per gradient")
     if o.start != "init":
-        also = (", and dtype=None, 'float32' or 'float64' (dtype='auto' judges float32 at "
-                "the Laplace start's mode)" if o.dtype == "auto" else "")
         raise ValueError(f"start={o.start!r} is not supported with streamed arguments "
-                         f"(the Laplace start needs a fixed data set); use start='init'{also}")
+                         "(the Laplace start needs a fixed data set); use start='init' (a "
+                         "preset's start gives way by itself)")
     sizes = {name: s.array.shape[0] for name, s in streamed.items()}
     pools = {s.pool_rows for s in streamed.values()}
     devices = {s.devices for s in streamed.values()}

@@ -68,3 +68,41 @@ def test_an_options_value_is_a_preset_and_overrides_still_apply():
     assert overridden.num_iterations == 100 and by_value.num_iterations <= 200
     with pytest.raises(ValueError, match="preset='fast' is unknown.*advi.Options"):
         advi.fit(target, rng_key=KEY, preset="fast")
+
+
+def test_a_presets_start_and_dtype_give_way_where_they_cannot_apply():
+    """Robust's dtype="auto" judges float32 at the Laplace start's mode: with another start
+    it becomes None; streamed rows take start="init". An option given explicitly never
+    gives way: dtype="auto" with start="init" is still refused, by name."""
+    from advi.presets import resolve
+
+    assert resolve("robust", {}).start == "laplace" and resolve("robust", {}).dtype == "auto"
+    assert resolve("robust", {"start": "init"}).dtype is None
+    streamed = resolve("robust", {}, streamed=True)
+    assert streamed.start == "init" and streamed.dtype is None
+    assert resolve("robust", {"dtype": "float64"}, streamed=True).dtype == "float64"
+    assert resolve("stan", {}, streamed=True) == resolve("stan", {})  # start="init" already
+    with pytest.raises(ValueError, match="needs start='laplace'"):
+        resolve("robust", {"start": "init", "dtype": "auto"})
+
+
+def test_the_robust_preset_fits_streamed_rows_with_no_further_option():
+    """preset="robust" with advi.stream(...) took two errors to run (start, then dtype);
+    now its start and dtype give way, and start="laplace" given explicitly is refused
+    by name."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    def model(y):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+        with numpyro.plate("data", y.shape[0]) as idx:
+            numpyro.sample("y", dist.Normal(mu, 1.0), obs=y[idx])
+
+    y = np.random.default_rng(0).normal(1.5, 1.0, 2000).astype(np.float32)
+    result = advi.fit(model, advi.stream(y), rng_key=jax.random.PRNGKey(0), minibatch_size=50,
+                      preset="robust", progress_bar=False)
+    assert result.start.startswith("init")
+    assert abs(float(result.params.mu[0]) - y.mean()) < 5 / np.sqrt(y.size)
+    with pytest.raises(ValueError, match="start='laplace' is not supported with streamed"):
+        advi.fit(model, advi.stream(y), rng_key=jax.random.PRNGKey(0), minibatch_size=50,
+                 preset="robust", start="laplace", progress_bar=False)
