@@ -299,9 +299,8 @@ def from_numpyro(
 
 def fit_dtype(dtype: Any) -> np.dtype:
     """The dtype a model's array of ``dtype`` takes on the device (:func:`device_array`): a
-    floating one promoted to at least the fit's float (``jnp.result_type(float)``, read in
-    the calling thread: a float64 fit's ``jax.enable_x64`` is this thread's), any other
-    kept."""
+    float promoted to at least the fit's (``jnp.result_type(float)`` in the calling thread,
+    whose ``jax.enable_x64`` a float64 fit sets), any other kept."""
     if jnp.issubdtype(dtype, jnp.floating):
         return np.dtype(jnp.promote_types(dtype, jnp.result_type(float)))
     return np.dtype(dtype)
