@@ -245,8 +245,9 @@ class StationarityRule:
         self.chunk_len, self.trace = chunk_len, _Trace(burn_in)
         self.tol_rel_obj, self.elbo_test = tol_rel_obj, elbo_test
         self.max_iter_note = (f"{MAX_ITER_PREFIX}{max_iter} reached before the iterates were "
-                              "stationary (split R-hat < 1.1) or the ELBO settled; the "
-                              "result is the average of the last iterates")
+                              "stationary (split R-hat < 1.1)"
+                              f"{' or the ELBO settled' if elbo_test else ''}; the result is "
+                              "the average of the last iterates")
 
     def observe(self, state: ADVIState, moments: ChunkMoments) -> Verdict:
         """Add the chunk to the trace and test the window. Chunks end on multiples of

@@ -613,5 +613,6 @@ def test_a_minibatched_robust_fit_stops_by_r_hat_within_the_posterior(seed):
                       minibatch_size=100, preset="robust", start="init", dtype=None,
                       progress_bar=False)
     assert result.convergence_reason in ("rhat", "max_iter")
+    assert not any("ELBO settled" in note for note in result.warnings)  # no such test here
     assert abs(float(result.params.mu[0]) - mean) < 0.5 * sd
     assert 0.65 < math.exp(float(result.params.omega[0])) / sd < 1.35
