@@ -9,15 +9,16 @@ the gradient's warning after a run that stopped early also names running longer,
 :data:`EARLY_STOPS`):
 
 - the ELBO's gradient with respect to q's mean, in q's own units (each coordinate's
-  ``sd_k * dELBO/dmu_k``, estimated from :data:`GRAD_DRAWS` draws of q in antithetic
-  pairs, :func:`scaled_gradients`), both far above its Monte Carlo noise (a z-score above
-  :func:`z_threshold`, the two-sided Bonferroni bound at level :data:`GRAD_ALPHA` over
-  the K coordinates) and above :data:`GRAD_SHIFT`. On a Gaussian posterior the mean-field
-  optimum has ``sd_k**2 = 1 / precision_kk``, so ``sd_k * dELBO/dmu_k`` is about minus the
-  distance of mu_k from the optimum in q-sds (for a mean-field q narrower than its optimum,
-  divided by ``sd_k / sd_k*`` as the same draws estimate it: :func:`optimum_factor`; a q
-  below a fifth of its optimum's sd warns on its scale); the z-score alone would flag any
-  stochastic-gradient fit given enough draws, the shift says the distance matters;
+  ``sd_k * dELBO/dmu_k``, estimated from :data:`advi.check_draws.GRAD_DRAWS` draws of q
+  in antithetic pairs, :func:`advi.check_draws.scaled_gradients`), both far above its
+  Monte Carlo noise (a z-score above :func:`z_threshold`, the two-sided Bonferroni bound
+  at level :data:`GRAD_ALPHA` over the K coordinates) and above :data:`GRAD_SHIFT`. On a
+  Gaussian posterior the mean-field optimum has ``sd_k**2 = 1 / precision_kk``, so
+  ``sd_k * dELBO/dmu_k`` is about minus the distance of mu_k from the optimum in q-sds
+  (for a mean-field q narrower than its optimum, divided by ``sd_k / sd_k*`` as the same
+  draws estimate it: :func:`optimum_factor`; a q below a fifth of its optimum's sd warns
+  on its scale); the z-score alone would flag any stochastic-gradient fit given enough
+  draws, the shift says the distance matters;
 - Pareto k-hat (Yao et al. 2018; Vehtari et al. 2024) of the log weights ``log p - log q``
   at the gradient check's own draws (their values come with the gradients) not finite
   because they are degenerate (:func:`advi.diagnostics.degenerate_weights`, NumPy only:
@@ -39,30 +40,28 @@ cause in the warnings above when they fire, and where the k-hat of those draws i
 but above :data:`FELL_BACK_KHAT`, it warns that q cannot express the posterior (on the
 validation suite's Lorenz bridges, mean-field fits from a random start end 1.5-55
 posterior sds off, as NumPyro's SVI and Stan's ADVI do, while every check above passes).
-Minibatched fits (``Target.num_data`` set) are not checked: their log density is a
-minibatch estimate.
+A minibatched fit (``Target.num_data`` set) has the gradient check alone, over
+:data:`advi.check_draws.MINIBATCH_GRAD_DRAWS` draws, each antithetic pair on a minibatch
+of its own: the minibatch noise then enters the standard errors, so the check stays
+calibrated and loses power as N/B grows (a pair's noise is about sqrt(N/B) q-sds on a
+Gaussian posterior). A stop by an ELBO rule reads that noise as convergence: the Stan
+preset's relative tolerance is a fraction of an ELBO that grows with N
+(benchmarks/README.md, "Minibatched fits' gradient check"). Its log weights are noisy
+estimates, so no k-hat is taken. A streamed fit (:mod:`advi.streaming`) is not checked:
+its pool's rows, the same for every draw, would shift every pair's gradient alike.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from statistics import NormalDist
 from typing import Any
 
-import jax
 import numpy as np
 from jax import Array
-from jax.typing import ArrayLike
 
+from .check_draws import CHECK_SALT, GRAD_DRAWS
 from .diagnostics import degenerate_weights, pareto_khat
-from .families import host_standard_normal
-
-GRAD_DRAWS = 200
-"""Draws of q behind the end-of-fit gradient check."""
-
-CHECK_SALT = 0x636B
-"""Seeds, with the key the end-of-fit checks are given, their draws of q."""
 
 GRAD_ALPHA = 1e-3
 """Family-wise false-alarm level of the gradient z-scores over the K coordinates."""
@@ -91,6 +90,9 @@ REMEDY = ("standardise the data (centre and scale observations and predictors so
           "preset=\"robust\" switches by itself where float32 cannot resolve its start), or "
           "refit from another start (init=..., another rng_key)")
 """The remedy every end-of-fit warning names."""
+
+MINIBATCH_REMEDY = f"a larger minibatch_size (less noise in each step's gradient), {REMEDY}"
+"""The remedy a minibatched fit's warnings name."""
 
 FELL_BACK_KHAT = 1.3
 """Where the Laplace start found no usable mode and the fit ran from a random start, a
@@ -137,28 +139,6 @@ result then averages the iterates where they are, :func:`advi.stationarity.avera
 the check's flags fall as the run lengthens)."""
 
 
-def gradient_moments(scaled_grads: ArrayLike) -> tuple[np.ndarray, np.ndarray, int]:
-    """Mean and standard error over draws of per-draw gradients, non-finite rows dropped,
-    on the host in float64.
-
-    Args:
-        scaled_grads: (S, K) per-draw gradients ``sd_k * d log p / d zeta_k`` at draws of q
-            (any units; NumPy or JAX).
-
-    Returns:
-        (mean (K,), se (K,), n): float64 arrays, the mean over the n finite rows and its
-        standard error ``std / sqrt(n)`` (ddof 1); nan where n < 2 (the mean itself where
-        n = 1).
-    """
-    x = np.asarray(scaled_grads, np.float64)
-    x = x[np.all(np.isfinite(x), axis=-1)]
-    n = x.shape[0]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = x.sum(0) / n
-        se = np.sqrt(np.square(x - mean).sum(0) / (n - 1) / n)
-    return mean, se, n
-
-
 def z_threshold(dim: int, alpha: float = GRAD_ALPHA) -> float:
     """Two-sided Bonferroni bound: P(max_k |z_k| > bound) <= alpha for K = ``dim``
     standard normal z-scores (3.29 for K = 1, 5.49 for K = 25,000)."""
@@ -175,88 +155,6 @@ def gradient_flags(mean: np.ndarray, se: np.ndarray, shift: float = GRAD_SHIFT
         z = np.where(se > 0, mean / se, np.where(mean > 0, np.inf, 0.0))
     z = np.where(np.isinf(mean), np.inf, z)
     return (mean > shift) & (z > z_threshold(mean.size))
-
-
-def host_draws(params: Any, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(zeta, std, log_q)`` of a mean-field or full-rank q on the host, in NumPy (no
-    program to compile: a compiled one took 0.07-0.09 s of a small model's cold fit,
-    benchmarks/README.md): ``zeta = T(params, eps)`` (S, K) in the parameters' dtype for
-    standard normal ``eps`` (S, K), q's marginal standard deviations (K,) and ``log
-    q(zeta)`` (S,), both float64 (the closed forms of :mod:`advi.families`)."""
-    mu, eps = np.asarray(jax.device_get(params.mu), np.float64), np.asarray(eps, np.float64)
-    if hasattr(params, "omega"):
-        log_sd = np.asarray(jax.device_get(params.omega), np.float64)
-        std, log_det = np.exp(log_sd), float(np.sum(log_sd))
-        zeta = mu + eps * std
-    else:
-        L = np.tril(np.asarray(jax.device_get(params.L), np.float64))
-        std, log_det = np.sqrt(np.sum(L**2, axis=-1)), float(np.sum(np.log(np.abs(np.diag(L)))))
-        zeta = mu + eps @ L.T
-    log_q = -0.5 * np.sum(eps**2, -1) - log_det - 0.5 * mu.size * math.log(2 * math.pi)
-    return zeta.astype(np.dtype(params.mu.dtype)), std, log_q
-
-
-def scaled_gradients(value_and_grad: Callable[[np.ndarray, Any], tuple[Any, Any]],
-                     params: Any, rng_key: Array, data: Any, salt: int = CHECK_SALT
-                     ) -> tuple[tuple, tuple, np.ndarray]:
-    """The gradient check's moments: ``(gradient_moments(g), gradient_moments(c + 1),
-    log_weights)`` of ``g = sd_k * d log p / d zeta_k`` at the draws ``zeta = T(params, eps)``
-    (:func:`host_draws`), ``eps`` (:data:`GRAD_DRAWS`, K) from ``rng_key``
-    and ``salt`` (:func:`advi.families.host_standard_normal`), in antithetic pairs (eps,
-    -eps), whose means are the units of both moments (``n`` counts pairs): a gradient
-    linear in eps (a Gaussian posterior's) then carries no Monte Carlo noise into the
-    location's mean, where q's own spread hid a mean-field q's offset along a correlated
-    posterior's ridge (25 predictors, the Stan preset: 1.46 sd off at a z-score of 1.9).
-    The mean of ``g`` is ``sd * dELBO/dmu`` (the entropy does not depend on mu); ``c`` are
-    the terms of the sample covariance of ``g`` and ``eps`` (:func:`_covariance_terms`),
-    whose mean plus 1 is ``dELBO/domega`` for a mean-field q (omega = log sd; E[g eps] =
-    Cov(g, eps) as E[eps] = 0). Centred, the estimate carries no noise from g's mean: a q
-    far from its optimum adds ``mean(g) * eps`` to each raw term ``g * eps``, which hid a q
-    at a sixth of its optimum's sd (its offset then read within one optimum sd, its
-    narrowness within the noise). ``log_weights`` ((GRAD_DRAWS,) float64, ``log p(zeta) -
-    log q(zeta)`` of the same draws, the values that came with the gradients) are what
-    the k-hat check tests.
-
-    The log density is evaluated one draw at a time by ``value_and_grad(zeta (K,), data)
-    -> (log p (), grad (K,))``, a compiled function the fit already has (the Laplace
-    start's), every draw dispatched before the first wait: a check that compiled the log
-    density again, for a batch of draws, took longer to compile than a small model's whole
-    fit (measurements: benchmarks/README.md, "Measurements behind the library's
-    defaults").
-    """
-    half = host_standard_normal(rng_key, (GRAD_DRAWS // 2, params.mu.shape[-1]),
-                                params.mu.dtype, salt)
-    eps = np.concatenate([half, -half])  # antithetic pairs: row i and row i + S/2
-    zeta, std, log_q = host_draws(params, eps)
-    values, grads = zip(*jax.device_get([value_and_grad(row, data) for row in zeta]),
-                        strict=True)
-    with np.errstate(invalid="ignore", over="ignore"):  # non-finite rows are dropped
-        scaled = np.stack(grads).astype(np.float64) * std
-        log_weights = np.asarray(values, np.float64) - log_q
-        spread = _covariance_terms(scaled, eps) + 1
-        return (gradient_moments(_pair_means(scaled)), gradient_moments(_pair_means(spread)),
-                log_weights)
-
-
-def _pair_means(x: np.ndarray) -> np.ndarray:
-    """(S/2, K): the mean of rows i and i + S/2 of ``x`` (S, K), an antithetic pair's (a
-    non-finite member makes the pair's row non-finite)."""
-    half = x.shape[0] // 2
-    return 0.5 * (x[:half] + x[half:2 * half])
-
-
-def _covariance_terms(scaled: np.ndarray, eps: np.ndarray) -> np.ndarray:
-    """(S, K) float64 terms whose mean over the finite rows is the sample covariance
-    (ddof 1) of ``scaled`` (S, K) and ``eps`` (S, K), coordinate by coordinate:
-    ``(g - mean g) (eps - mean eps) n / (n - 1)``, each mean over the n finite rows of
-    ``scaled`` (non-finite rows stay non-finite)."""
-    finite = np.all(np.isfinite(scaled), axis=-1)
-    n = int(finite.sum())
-    if n < 2:
-        return scaled * eps
-    eps = np.asarray(eps, np.float64)
-    centred = (scaled - scaled[finite].mean(0)) * (eps - eps[finite].mean(0))
-    return centred * (n / (n - 1))
 
 
 def _khat_note(log_weights: np.ndarray) -> str | None:
@@ -284,13 +182,13 @@ def fell_back_note(log_weights: np.ndarray, fell_back: str, family: str) -> str 
 
 
 def _gradient_note(location: tuple[np.ndarray, ...], spread: tuple[np.ndarray, ...],
-                   params: Any) -> str | None:
-    """The gradient warning's text from the gradient check's moments, or None (module
-    doc)."""
+                   params: Any, pairs: int) -> str | None:
+    """The gradient warning's text from the gradient check's moments over ``pairs``
+    antithetic pairs of draws, or None (module doc)."""
     mean, se, n = location
     if n < 2:
         return (f"the log density's gradient is not finite at some draw of "
-                f"{GRAD_DRAWS // 2 - int(n)} of {GRAD_DRAWS // 2} antithetic pairs of draws "
+                f"{pairs - int(n)} of {pairs} antithetic pairs of draws "
                 "of the fitted q: q is far from the posterior")
     factor = optimum_factor(params, spread)
     flags = gradient_flags(mean * factor, se * factor, GRAD_SHIFT)
@@ -363,32 +261,37 @@ def end_of_fit_warnings(result: Any, compiled: Any, start_mu: Array | None,
             iterate average of a mean near 1e4 can round back to the start).
         fell_back: the start's description when the Laplace start fell back to another init
             ("no usable mode"), else None.
-        rng_key: key of the gradient check's draws (seeded with :data:`CHECK_SALT`).
+        rng_key: key of the gradient check's draws (seeded with
+            :data:`advi.check_draws.CHECK_SALT`).
 
     Returns:
-        the warnings' texts (empty for a fit that passes; always empty when minibatched).
+        the warnings' texts (empty for a fit that passes; always empty when streamed).
     """
-    if compiled.target.num_data is not None:
+    checked = compiled.gradient_check(result.params, rng_key)
+    if checked is None:
         return []
-    mu = np.asarray(result.params.mu)
-    location, spread, log_weights = compiled.gradient_check(result.params, rng_key)
+    mu, (location, spread, log_weights) = np.asarray(result.params.mu), checked
+    minibatched = compiled.target.num_data is not None
     notes = [_gradient_note(tuple(np.asarray(a, float) for a in location),
-                            tuple(np.asarray(a, float) for a in spread), result.params),
-             _khat_note(np.asarray(log_weights, float))]
+                            tuple(np.asarray(a, float) for a in spread), result.params,
+                            len(log_weights) // 2),
+             None if minibatched else _khat_note(np.asarray(log_weights, float))]
     unmoved = 0 if start_mu is None else int(np.sum(mu == np.asarray(start_mu)))
     if result.num_iterations > 0 and unmoved:
         notes.append(f"{unmoved} of {mu.size} mean coordinates are exactly where the fit "
                      f"started after {result.num_iterations} iterations (float rounding "
                      "swallowed every step: the parameters are large for the float type)")
-    remedies = [REMEDY] * len(notes)
+    remedies = [MINIBATCH_REMEDY if minibatched else REMEDY] * len(notes)
     cause = ("; likely cause: parameters or data far from order 1 (float rounding, "
-             "ill-conditioning), or too few iterations")
+             "ill-conditioning), or too few iterations" + (
+                 ", or a stop that read the minibatch gradients' noise as convergence"
+                 if minibatched else ""))
     if fell_back is not None:
         cause += f", and the Laplace start found no usable mode ({fell_back})"
     if notes[0] is not None and result.convergence_reason in EARLY_STOPS:
         remedies[0] = (f"run longer (a smaller tol_rel_obj or a larger max_iter: the run "
                        f"stopped by {result.convergence_reason!r} after "
-                       f"{result.num_iterations} iterations), {REMEDY}")
+                       f"{result.num_iterations} iterations), {remedies[0]}")
     texts = [f"{note}{cause}; remedy: {remedy}"
              for note, remedy in zip(notes, remedies, strict=True) if note is not None]
     if fell_back is not None and notes[1] is None:  # k-hat finite: how large?

@@ -48,7 +48,7 @@ from jax import Array
 
 from .algorithm import algorithm
 from .aot import Lazy, aot
-from .checks import CHECK_SALT, scaled_gradients
+from .check_draws import CHECK_SALT, scaled_gradients
 from .chunk import TRACE_SALT, make_chunk, step_eps, with_elbo
 from .curvature import cheaper_precision
 from .elbo_batches import elbo_compiler, make_elbo
@@ -379,8 +379,8 @@ class CompiledADVI:
 
     def gradient_check(self, params: Any, rng_key: Array, salt: int = CHECK_SALT) -> Any:
         """:func:`advi.checks.scaled_gradients` at ``params`` by the fit's value and gradient."""
-        return scaled_gradients(self._done.value_and_grad, params, rng_key,
-                                (rng_key, self.target.data), salt)
+        return scaled_gradients(self._done.value_and_grad, params, rng_key, (
+            rng_key, self.target.data), salt, minibatched=self.target.num_data is not None)
 
     def log_weights_by_calls(self, params: Any, key: Array, n: int) -> np.ndarray | None:
         """:func:`advi.importance.by_calls` by the fit's value and gradient and ELBO."""

@@ -122,7 +122,8 @@ def fit(
     never left its start) warn with a ``RuntimeWarning`` naming the likely cause and the
     remedy (standardise the data, float64, another start; running longer, where the
     gradient's check fires after a stop by the ELBO rule or max_iter), also kept in
-    ``result.warnings``; minibatched fits are not checked. The robust preset also warns where
+    ``result.warnings``; a minibatched fit has the gradient check alone (a minibatch per
+    pair of draws), a streamed fit none. The robust preset also warns where
     its ELBO settled while q still travels (:data:`advi.stationarity.TRAVEL_SD`).
 
     Where the Laplace start was refused and the fit from the random start warned, the

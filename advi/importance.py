@@ -20,7 +20,7 @@ import numpy as np
 from jax import Array
 
 from .aot import Lazy
-from .checks import host_draws
+from .check_draws import host_draws
 from .curvature import calls_suffice
 from .families import host_standard_normal
 

@@ -47,6 +47,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from .check_draws import CHECK_SALT
 from .compiled import CompiledADVI, CompileSpec
 from .feed import Feed
 from .options import Options
@@ -282,6 +283,12 @@ class StreamedADVI(CompiledADVI):
         """:meth:`CompiledADVI.elbo` on the next chunk's pool."""
         self._pool(keep=True)
         return super().elbo(params, key, salt, trial)
+
+    def gradient_check(self, params: Any, rng_key: jax.Array, salt: int = CHECK_SALT) -> None:
+        """None: a streamed fit has no end-of-fit gradient check (:mod:`advi.checks`), as
+        one pool's rows, the same for every draw, would shift every pair's gradient alike
+        (by about sqrt(N/P) posterior sds on a Gaussian posterior: P the pool's rows)."""
+        return None
 
     def close(self) -> None:
         """Stop the feed's worker thread."""

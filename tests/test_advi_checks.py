@@ -11,7 +11,7 @@ import numpyro.distributions as dist
 import pytest
 
 import advi
-from advi import checks
+from advi import check_draws, checks
 from advi.families import host_standard_normal
 from advi.robust import TRAVEL_NOTE
 
@@ -90,7 +90,7 @@ def test_gradient_moments_and_flags_on_synthetic_draws():
     rng = np.random.default_rng(0)
     draws = rng.normal(size=(400, 3)) + np.array([0.0, 0.3, 3.0])
     draws[7, 0] = np.nan  # a non-finite draw is dropped
-    mean, se, n = (np.asarray(a) for a in checks.gradient_moments(jnp.asarray(draws)))
+    mean, se, n = (np.asarray(a) for a in check_draws.gradient_moments(jnp.asarray(draws)))
     assert int(n) == 399
     np.testing.assert_allclose(mean, np.nanmean(np.delete(draws, 7, 0), 0), rtol=1e-5)
     np.testing.assert_allclose(se, np.delete(draws, 7, 0).std(0, ddof=1) / np.sqrt(399),
@@ -115,10 +115,10 @@ def test_scaled_gradients_are_sd_times_elbo_gradient_on_a_gaussian(family):
     mu, sd = jnp.array([0.0, 3.0]), jnp.array([0.5, 1.0])
     params = (advi.MeanFieldParams(mu, jnp.log(sd)) if family is advi.MEANFIELD
               else advi.FullRankParams(mu, jnp.diag(sd)))
-    (mean, se, n), (omega_mean, omega_se, _), log_weights = checks.scaled_gradients(
+    (mean, se, n), (omega_mean, omega_se, _), log_weights = check_draws.scaled_gradients(
         _value_and_grad(target), params,
         jax.random.PRNGKey(0), target.data)
-    assert n == checks.GRAD_DRAWS // 2  # antithetic pairs
+    assert n == check_draws.GRAD_DRAWS // 2  # antithetic pairs
     # the gradient is linear in eps: each pair's mean is exact, no Monte Carlo noise
     np.testing.assert_allclose(mean, [1.5, 0.0], atol=1e-5)
     assert float(se.max()) < 1e-5
@@ -126,10 +126,10 @@ def test_scaled_gradients_are_sd_times_elbo_gradient_on_a_gaussian(family):
     np.testing.assert_allclose(omega_mean, [0.75, 0.0], atol=4 * float(omega_se.max()) + 1e-6)
     # the draws' log p - log q: their mean is the ELBO, E_q log p = -(3^2 + 0.5^2 + 1) / 2
     # plus q's entropy, sum_k (1 + log 2 pi) / 2 + log sd_k
-    assert log_weights.shape == (checks.GRAD_DRAWS,)
+    assert log_weights.shape == (check_draws.GRAD_DRAWS,)
     exact = -0.5 * (9.0 + 0.25 + 1.0) + (1 + np.log(2 * np.pi)) + np.log(0.5)
     assert float(log_weights.mean()) == pytest.approx(exact, abs=4 * float(log_weights.std())
-                                                      / np.sqrt(checks.GRAD_DRAWS))
+                                                      / np.sqrt(check_draws.GRAD_DRAWS))
 
 
 def test_a_narrow_q_is_judged_in_the_optimums_standard_deviations():
@@ -142,7 +142,7 @@ def test_a_narrow_q_is_judged_in_the_optimums_standard_deviations():
     mu = jnp.array([3.0, 0.0])
 
     def moments(family, params):
-        return checks.scaled_gradients(_value_and_grad(target), params, jax.random.PRNGKey(0),
+        return check_draws.scaled_gradients(_value_and_grad(target), params, jax.random.PRNGKey(0),
                                        target.data)
 
     narrow = advi.MeanFieldParams(mu, jnp.log(jnp.full(2, 0.5)))
@@ -185,9 +185,9 @@ def test_the_log_sd_gradient_carries_no_noise_from_the_means_offset():
     a sixth of its optimum's sd."""
     target = advi.from_log_density(lambda z: -0.5 * jnp.sum((z / 2.0) ** 2), 2)
     params = advi.MeanFieldParams(jnp.array([30.0, 0.0]), jnp.log(jnp.full(2, 0.3)))
-    _, (mean, se, n), _ = checks.scaled_gradients(_value_and_grad(target), params,
+    _, (mean, se, n), _ = check_draws.scaled_gradients(_value_and_grad(target), params,
                                                   jax.random.PRNGKey(1), target.data)
-    assert n == checks.GRAD_DRAWS // 2
+    assert n == check_draws.GRAD_DRAWS // 2
     assert np.all(se < 0.005), se
     np.testing.assert_allclose(mean, 1 - 0.15**2, atol=4 * float(se.max()))
     # and the narrow flag sees it beyond the z bound (c = 0.0225 < NARROW_FLOOR)
@@ -202,7 +202,7 @@ def test_the_checks_host_draws_are_the_familys(family):
               else advi.FullRankParams(mu, jnp.array([[1.0, 9.0, 9.0], [0.8, -0.5, 9.0],
                                                        [0.1, 0.2, 2.0]])))  # upper ignored
     eps = np.random.default_rng(0).normal(size=(7, 3))
-    zeta, std, log_q = checks.host_draws(params, eps)
+    zeta, std, log_q = check_draws.host_draws(params, eps)
     assert zeta.dtype == np.float32 and std.dtype == log_q.dtype == np.float64
     np.testing.assert_allclose(zeta, family.transform(params, jnp.asarray(eps, jnp.float32)),
                                rtol=1e-5, atol=1e-6)
@@ -212,14 +212,14 @@ def test_the_checks_host_draws_are_the_familys(family):
 
 def test_gradient_moments_drop_non_finite_rows():
     rows = np.array([[1.0, 2.0], [3.0, np.inf], [3.0, 4.0], [np.nan, 0.0], [5.0, 6.0]])
-    mean, se, n = checks.gradient_moments(rows.astype(np.float32))
+    mean, se, n = check_draws.gradient_moments(rows.astype(np.float32))
     assert n == 3
     np.testing.assert_allclose(mean, [3.0, 4.0])
     np.testing.assert_allclose(se, [2.0 / np.sqrt(3)] * 2)
     # float32's largest gradients are squared without overflow
-    mean, se, n = checks.gradient_moments(np.array([[3e38], [-3e38]], np.float32))
+    mean, se, n = check_draws.gradient_moments(np.array([[3e38], [-3e38]], np.float32))
     assert n == 2 and np.isfinite(se[0]) and se[0] == pytest.approx(3e38, rel=1e-6)
-    mean, se, n = checks.gradient_moments(np.array([[np.inf], [1.0]]))
+    mean, se, n = check_draws.gradient_moments(np.array([[np.inf], [1.0]]))
     assert n == 1 and mean[0] == 1.0 and np.isnan(se[0])
 
 
@@ -248,7 +248,7 @@ def test_unmoved_mean_warns():
     compiled.target = advi.from_log_density(lambda z: -0.5 * jnp.sum(z**2), 2)
     compiled.family = advi.MEANFIELD
     value_and_grad = _value_and_grad(compiled.target)
-    compiled.gradient_check = lambda params, key: checks.scaled_gradients(
+    compiled.gradient_check = lambda params, key: check_draws.scaled_gradients(
         value_and_grad, params, key, compiled.target.data)
     notes = checks.end_of_fit_warnings(Fake(), compiled, jnp.array([1e8, 0.0]), None,
                                        jax.random.PRNGKey(0))
@@ -268,7 +268,7 @@ def _checked(params, log_density, dim):
     compiled.target = advi.from_log_density(log_density, dim)
     compiled.family = advi.MEANFIELD
     value_and_grad = _value_and_grad(compiled.target)
-    compiled.gradient_check = lambda params, key: checks.scaled_gradients(
+    compiled.gradient_check = lambda params, key: check_draws.scaled_gradients(
         value_and_grad, params, key, compiled.target.data)
     return checks.end_of_fit_warnings(Fake(), compiled, None, None, jax.random.PRNGKey(0))
 
@@ -311,7 +311,8 @@ def test_a_fit_from_a_fallen_back_start_judges_k_hat_on_more_draws():
     check's and more, each batch on its own draws): log weights 5 eps (log p rising by 5
     nats per q sd across q, which sits far from p's mass; k-hat 1.9 over the 1,000) warn;
     the gradient check alone runs once where the start was accepted."""
-    from advi.checks import CHECK_SALT, FELL_BACK_DRAWS, FELL_BACK_NOTE, GRAD_DRAWS
+    from advi.check_draws import CHECK_SALT, GRAD_DRAWS
+    from advi.checks import FELL_BACK_DRAWS, FELL_BACK_NOTE
 
     class Fake:
         params = advi.MeanFieldParams(jnp.zeros(1), jnp.zeros(1))
@@ -341,3 +342,65 @@ def test_a_fit_from_a_fallen_back_start_judges_k_hat_on_more_draws():
             assert salts == [CHECK_SALT + i for i in range(FELL_BACK_DRAWS // GRAD_DRAWS)]
             assert any(n.startswith(FELL_BACK_NOTE) and f"over {FELL_BACK_DRAWS} draws" in n
                        for n in notes), notes
+
+
+def _normal_mean(y):
+    """y_n ~ N(mu, 1), mu ~ N(0, 10), the rows indexed by the data plate's indices."""
+    mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+    with numpyro.plate("data", y.shape[0]) as idx:
+        numpyro.sample("y", dist.Normal(mu, 1.0), obs=y[idx])
+
+
+def test_a_minibatched_check_gives_each_pair_its_own_minibatch():
+    """Normal mean, N = 2,000, B = 20, q 2 posterior sds off at the posterior's sd: each
+    pair's mean is exactly sd * (N/B) sum_b (y_b - mu) - sd * mu / 100 over its minibatch,
+    whose mean over minibatches is sd * dELBO/dmu on all the data and whose sd over
+    independent minibatches (drawn with replacement) is sd * N * std(y) / sqrt(B): the
+    check's mean and standard error recover both; one minibatch for every pair would give
+    a standard error of 0."""
+    y = np.random.default_rng(0).normal(1.5, 1.0, 2000).astype(np.float32)
+    num, size = y.size, 20
+    target = advi.from_numpyro(_normal_mean, (jnp.asarray(y),), minibatch_size=size)
+    value_and_grad = jax.jit(jax.value_and_grad(
+        lambda z, keyed: target.log_density_fn(z, keyed[0], keyed[1])))
+    sd = 1 / np.sqrt(num + 0.01)
+    mu = float(np.sum(y, dtype=np.float64)) / (num + 0.01) + 2 * sd
+    params = advi.MeanFieldParams(jnp.array([mu], jnp.float32), jnp.log(jnp.array([sd])))
+    key = jax.random.PRNGKey(3)
+    (mean, se, n), _, log_weights = check_draws.scaled_gradients(
+        value_and_grad, params, key, (key, target.data), minibatched=True)
+    assert n == check_draws.MINIBATCH_GRAD_DRAWS // 2 and log_weights.size == 2 * n
+    exact = sd * (float(np.sum(y - mu, dtype=np.float64)) - mu / 100)  # about -2
+    noise = sd * num * float(np.std(y, dtype=np.float64)) / np.sqrt(size) / np.sqrt(n)
+    assert abs(float(mean[0]) - exact) < 4 * noise, (mean, exact, noise)
+    assert float(se[0]) == pytest.approx(noise, rel=0.15)
+    (_, one, _), _, _ = check_draws.scaled_gradients(value_and_grad, params, key,
+                                                     (key, target.data))
+    assert float(one[0]) < 1e-3 * noise
+
+
+@pytest.mark.parametrize("preset", ["stan", "robust"])
+def test_a_minibatched_fit_far_off_warns_and_one_near_does_not(preset):
+    """Normal mean, N = 20,000, B = 100: the Stan preset's relative ELBO rule stops where
+    minibatch noise hides the ELBO's change (seeds 0-3 end 2.7-24 posterior sds off);
+    the robust preset stops by split R-hat within 0.3 sd. Every fit more than 3 sds off
+    warns, naming a larger minibatch_size, and none within 0.5 sd does; some Stan fit is
+    far off."""
+    y = np.random.default_rng(0).normal(1.5, 1.0, 20_000).astype(np.float32)
+    post = float(np.sum(y, dtype=np.float64)) / (y.size + 0.01)
+    sd = 1 / np.sqrt(y.size + 0.01)
+    far = 0
+    for seed in range(4 if preset == "stan" else 2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = advi.fit(_normal_mean, jnp.asarray(y), rng_key=jax.random.PRNGKey(seed),
+                              minibatch_size=100, preset=preset, progress_bar=False)
+        z = abs(float(result.params.mu[0]) - post) / sd
+        warned = [w for w in result.warnings if w.startswith(checks.GRADIENT_NOTE)
+                  or "log standard deviations" in w]
+        if z > 3:
+            far += 1
+            assert warned and all("minibatch_size" in w for w in warned), (seed, z)
+        elif z < 0.5:
+            assert not warned, (seed, z, warned)
+    assert far > 0 if preset == "stan" else far == 0
