@@ -53,7 +53,8 @@ of them; no default changed after):
 A second holdout of seven and a third of six, added 2026-11-30 in the same way, are
 written in :mod:`suite_holdout`, and a fourth of seven, a fifth of five and a sixth of
 five, added later the same day, in :mod:`suite_fourth`, :mod:`suite_large` and
-:mod:`suite_sixth`, and a seventh of seven in :mod:`suite_seventh`; all are registered
+:mod:`suite_sixth`, a seventh of seven in :mod:`suite_seventh`, and an eighth of six
+(2026-12-01) in :mod:`suite_eighth`; all are registered
 here (``python benchmarks/suite_models.py NAME ...`` computes the named models' entries).
 """
 
@@ -68,6 +69,7 @@ from typing import Any
 
 import bench_accuracy as accuracy
 import numpy as np
+import suite_eighth
 import suite_fourth
 import suite_holdout
 import suite_large
@@ -307,6 +309,8 @@ def _simulate(name: str, rng: np.random.Generator) -> dict[str, Any]:
         return suite_sixth.simulate(name, rng)
     if name in suite_seventh.MODELS:
         return suite_seventh.simulate(name, rng)
+    if name in suite_eighth.MODELS:
+        return suite_eighth.simulate(name, rng)
     if name == "dirichlet_multinomial":
         return {"counts": [0.0, 1.0, 5.0, 30.0, 60.0, 4.0]}
     if name == "beta_binomial":
@@ -425,12 +429,13 @@ MODELS: dict[str, tuple[Callable[..., None], Callable[[dict], np.ndarray], int]]
     **suite_large.MODELS,
     **suite_sixth.MODELS,
     **suite_seventh.MODELS,
+    **suite_eighth.MODELS,
 }
 """Each model, the map from draws (site values with a leading draw axis) to the compared
 quantities, (S, D) float64, and K; the second and third holdouts' from
 :mod:`suite_holdout`, the fourth's from :mod:`suite_fourth`, the fifth's from
 :mod:`suite_large`, the sixth's from :mod:`suite_sixth`, the seventh's from
-:mod:`suite_seventh`."""
+:mod:`suite_seventh`, the eighth's from :mod:`suite_eighth`."""
 
 HOLDOUT = ("horseshoe_regression", "zero_inflated_poisson", "gaussian_mixture",
            "logistic_separation", "change_point", "errors_in_variables", "softmax_regression")
@@ -439,18 +444,18 @@ HOLDOUT = ("horseshoe_regression", "zero_inflated_poisson", "gaussian_mixture",
 INTEGER_DATA = {("ordered_logistic", "y"), ("softmax_regression", "y"),
                 *suite_holdout.INTEGER_DATA, *suite_fourth.INTEGER_DATA,
                 *suite_large.INTEGER_DATA, *suite_sixth.INTEGER_DATA,
-                *suite_seventh.INTEGER_DATA}
+                *suite_seventh.INTEGER_DATA, *suite_eighth.INTEGER_DATA}
 """Arguments passed as int32 (the others float32)."""
 
 
-FILES = (DATA, suite_large.DATA, suite_sixth.DATA, suite_seventh.DATA)
+FILES = (DATA, suite_large.DATA, suite_sixth.DATA, suite_seventh.DATA, suite_eighth.DATA)
 """Where the models' data and references are stored (each file under 1 MiB)."""
 
 
 def _file(name: str) -> Path:
-    """The file of :data:`FILES` that stores model ``name``: the fifth, sixth and seventh
-    holdouts' own, else :data:`DATA`."""
-    for module in (suite_large, suite_sixth, suite_seventh):
+    """The file of :data:`FILES` that stores model ``name``: the fifth to eighth holdouts'
+    own, else :data:`DATA`."""
+    for module in (suite_large, suite_sixth, suite_seventh, suite_eighth):
         if name in module.MODELS:
             return module.DATA
     return DATA
