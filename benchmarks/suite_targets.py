@@ -37,7 +37,9 @@ true means and standard deviations (float64). Five sources:
   ``suite_fourth.py``: Laplace errors, crossed effects, a modelled noise sd, a gamma GLM,
   a zero-event arm, readings near 1.5e6, rare events), on data simulated once, against
   float64 NUTS references (the Dirichlet-multinomial's exact).
-- **The paper's models**: the Poisson-exponential of Figure 3 (E0, an exact Gamma).
+- **The paper's models**: the Poisson-exponential of Figure 3 (E0, an exact Gamma) and
+  E2's hierarchical logistic regression of the 1988 election polls on the mirror's data
+  (a float64 NUTS reference; ``PAPER``, not in ``FAST``).
 
 ``TARGETS`` lists them by name; ``GYM`` are the names that need the Inference Gym, and
 ``FAST`` the subset the tests run (no extra package, seconds each).
@@ -237,6 +239,38 @@ def gp_poisson_problem() -> Problem:
     return Problem(gp_poisson, args, _sites(sites), mean, sd, 13)
 
 
+PAPER_DRAWS = 2000
+"""Draws per chain (after as many warm-up) of the paper models' NUTS references: E2's
+funnel takes about 300 leapfrog steps a draw in float64 (26 ms), so 4 x 5,000 would run
+20 minutes."""
+
+
+def paper_problem(name: str, results_dir: Path | None = None) -> Problem:
+    """Experiment ``name``'s model on its training data at the paper's scale (real data
+    from the mirror, made under ``results_dir`` where missing:
+    ``bench_peers.load_setup``; None: the repository's ``results``), every latent site
+    compared, against a float64 NUTS reference (:func:`nuts_reference`, kept under
+    ``paper <name>``)."""
+    import inspect
+
+    import bench_peers
+    from numpyro import handlers
+
+    results_dir = results_dir or Path(__file__).resolve().parents[1] / "results"
+    setup = bench_peers.load_setup(name, "paper", 0, str(results_dir))
+    model = setup.model.func  # load_setup's partial holds the model's settings
+    args = tuple(np.asarray(setup.train[k]) for k in inspect.signature(model).parameters
+                 if k in setup.train)
+    model = functools.partial(model, **setup.model.keywords)
+    trace = handlers.trace(handlers.seed(model, 0)).get_trace(*args)
+    sites = tuple(k for k, v in trace.items()
+                  if v["type"] == "sample" and not v["is_observed"])
+    dim = int(sum(np.size(trace[k]["value"]) for k in sites))
+    wide = tuple(a.astype(np.float64) if a.dtype == np.float32 else a for a in args)
+    mean, sd = nuts_reference(f"paper {name}", model, wide, sites, draws=PAPER_DRAWS)
+    return Problem(model, args, _sites(sites), mean, sd, dim)
+
+
 # ----------------------------------------------------------------------------------------
 # The Inference Gym's
 # ----------------------------------------------------------------------------------------
@@ -314,8 +348,17 @@ _OWN = (
       for name in everyday.MODELS),
 )
 
+PAPER = (
+    SuiteTarget("paper election88 (E2)", "NUTS float64 4 x 2,000 (suite_references.json)",
+                functools.partial(paper_problem, "election88")),
+)
+"""The paper's experiments whose posteriors NUTS can reference (E2, K = 90; E1's and the
+factorisations' are larger than a reference run should take), on the real data of the
+mirror: not in :data:`FAST`, as their data are made by the workflow's code first."""
+
 TARGETS: dict[str, SuiteTarget] = {
     **{t.name: t for t in _OWN},
+    **{t.name: t for t in PAPER},
     **{name: SuiteTarget(name, "Inference Gym ground truth",
                          functools.partial(gym_problem, name)) for name in GYM_NAMES},
 }
