@@ -110,8 +110,8 @@ def scaled_gradients(value_and_grad: Callable[[np.ndarray, Any], tuple[Any, Any]
     zeta, std, log_q = host_draws(params, eps)
     args = [data] * len(zeta)
     if minibatched:  # data = (key, arrays): a minibatch of its own for each pair
-        keys = jax.random.split(jax.random.fold_in(data[0], salt), len(half))
-        args = [(keys[i % len(half)], data[1]) for i in range(len(zeta))]
+        keys = np.asarray(jax.random.split(jax.random.fold_in(data[0], salt), len(half)))
+        args = [(keys[i % len(half)], data[1]) for i in range(len(zeta))]  # host rows
     values, grads = zip(*jax.device_get([value_and_grad(row, arg)
                                          for row, arg in zip(zeta, args, strict=True)]),
                         strict=True)
