@@ -28,6 +28,7 @@ check")."""
 CHECK_SALT = 0x636B
 """Seeds, with the key the end-of-fit checks are given, their draws of q."""
 
+
 def gradient_moments(scaled_grads: ArrayLike) -> tuple[np.ndarray, np.ndarray, int]:
     """Mean and standard error over draws of per-draw gradients, non-finite rows dropped,
     on the host in float64.
@@ -48,6 +49,7 @@ def gradient_moments(scaled_grads: ArrayLike) -> tuple[np.ndarray, np.ndarray, i
         mean = x.sum(0) / n
         se = np.sqrt(np.square(x - mean).sum(0) / (n - 1) / n)
     return mean, se, n
+
 
 def host_draws(params: Any, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(zeta, std, log_q)`` of a mean-field or full-rank q on the host, in NumPy (no
@@ -70,11 +72,10 @@ def host_draws(params: Any, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
 
 def scaled_gradients(value_and_grad: Callable[[np.ndarray, Any], tuple[Any, Any]],
                      params: Any, rng_key: Array, data: Any, salt: int = CHECK_SALT,
-                     minibatched: bool = False, draws: int | None = None
-                     ) -> tuple[tuple, tuple, np.ndarray]:
+                     minibatched: bool = False) -> tuple[tuple, tuple, np.ndarray]:
     """The gradient check's moments: ``(gradient_moments(g), gradient_moments(c + 1),
     log_weights)`` of ``g = sd_k * d log p / d zeta_k`` at the draws ``zeta = T(params, eps)``
-    (:func:`host_draws`), ``eps`` (``draws``, K; None: :data:`GRAD_DRAWS`, or
+    (:func:`host_draws`), ``eps`` (S, K: :data:`GRAD_DRAWS`, or
     :data:`MINIBATCH_GRAD_DRAWS` where ``minibatched``) from ``rng_key``
     and ``salt`` (:func:`advi.families.host_standard_normal`), in antithetic pairs (eps,
     -eps), whose means are the units of both moments (``n`` counts pairs): a gradient
@@ -87,7 +88,7 @@ def scaled_gradients(value_and_grad: Callable[[np.ndarray, Any], tuple[Any, Any]
     Cov(g, eps) as E[eps] = 0). Centred, the estimate carries no noise from g's mean: a q
     far from its optimum adds ``mean(g) * eps`` to each raw term ``g * eps``, which hid a q
     at a sixth of its optimum's sd (its offset then read within one optimum sd, its
-    narrowness within the noise). ``log_weights`` ((draws,) float64, ``log p(zeta) -
+    narrowness within the noise). ``log_weights`` ((S,) float64, ``log p(zeta) -
     log q(zeta)`` of the same draws, the values that came with the gradients) are what
     the k-hat check tests.
 
@@ -103,7 +104,7 @@ def scaled_gradients(value_and_grad: Callable[[np.ndarray, Any], tuple[Any, Any]
     the pairs' minibatches are independent: the moments' standard errors then count the
     minibatch noise, where one minibatch for every draw would bias all of them alike.
     """
-    draws = draws or (MINIBATCH_GRAD_DRAWS if minibatched else GRAD_DRAWS)
+    draws = MINIBATCH_GRAD_DRAWS if minibatched else GRAD_DRAWS
     half = host_standard_normal(rng_key, (draws // 2, params.mu.shape[-1]),
                                 params.mu.dtype, salt)
     eps = np.concatenate([half, -half])  # antithetic pairs: row i and row i + S/2
